@@ -1,0 +1,42 @@
+# sandbox-resume — run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+export PATH := $(CURDIR)/bin:/usr/local/go/bin:$(PATH)
+CONTAINERD_VERSION := $(shell awk '$$1=="github.com/containerd/containerd/v2"{print $$2; exit}' go.mod)
+APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo
+FUZZTIME ?= 10m
+BENCHTIME ?= 1s
+
+.PHONY: help deps build test unit integration bench fuzz lint clean
+
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## install what is missing (apt packages as root; containerd $(CONTAINERD_VERSION) binaries into bin/)
+	@./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
+
+build: ## build bin/sandbox-resume
+	$(GO) build -o bin/sandbox-resume ./cmd/sandbox-resume
+
+test: deps build ## all tests: unit and integration (integration needs root; under CI=true nothing skips)
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+unit: build ## unit tests only (no daemon)
+	$(GO) test -count=1 -short ./...
+
+integration: deps build ## integration tests against real containerd daemons started by the harness
+	$(GO) test -count=1 -timeout 30m -v ./test/integration/...
+
+bench: build ## benchmarks (not part of CI's pass/fail)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./envmanifest/... ./snapshot/... ./resume/... ./runtime/...
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
+	./hack/fuzz.sh $(FUZZTIME)
+
+lint: ## gofmt, go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean: ## remove build output (keeps the cached containerd binaries)
+	rm -f bin/sandbox-resume

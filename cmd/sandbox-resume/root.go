@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/resume"
+)
+
+// globalOptions holds the flags every command shares (DESIGN "CLI contract";
+// they follow ctr's names).
+type globalOptions struct {
+	address   string
+	namespace string
+	hostID    string
+	output    string
+	stdin     io.Reader
+}
+
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// newRootCmd builds the command tree. Every subcommand constructor takes the
+// shared options so flags are parsed once.
+func newRootCmd(g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sandbox-resume",
+		Short:         "Decide whether a suspended durable run may resume into the same toolchain",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if g.output != outputText && g.output != outputJSON {
+				return usageErrorf("--output must be %q or %q, not %q", outputText, outputJSON, g.output)
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.address, "address", envOr("CONTAINERD_ADDRESS", "/run/containerd/containerd.sock"), "containerd socket address ($CONTAINERD_ADDRESS)")
+	pf.StringVar(&g.namespace, "namespace", envOr("CONTAINERD_NAMESPACE", "sandbox-resume"), "containerd namespace ($CONTAINERD_NAMESPACE)")
+	pf.StringVar(&g.hostID, "host-id", os.Getenv("SANDBOX_RESUME_HOST_ID"), "host identity override, recorded with idSource \"override\" ($SANDBOX_RESUME_HOST_ID)")
+	pf.StringVar(&g.output, "output", outputText, "output format: text or json")
+
+	root.AddCommand(
+	// one constructor per subcommand, one file each
+	)
+	return root
+}
+
+// usageError marks a command-line mistake (exit 64).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitError carries an exit code and class decided by a library verdict, for
+// failures the command has already reported.
+type exitError struct {
+	code  int
+	class string
+	err   error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// classify maps an error to its exit code and JSON error class.
+func classify(err error) (int, string) {
+	var ue *usageError
+	var ee *exitError
+	var re *envmanifest.RefusedError
+	switch {
+	case errors.As(err, &ue):
+		return resume.ExitUsage, "usage"
+	case errors.As(err, &ee):
+		return ee.code, ee.class
+	case errors.As(err, &re):
+		return resume.ExitRefused, "refused"
+	}
+	if code, class, ok := resume.Classify(err); ok {
+		return code, class
+	}
+	return resume.ExitInternal, "internal"
+}
+
+// run executes the CLI and returns the process exit code. A failure under
+// --output json prints exactly one {"error": …} object on stdout.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globalOptions{stdin: stdin}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return resume.ExitOK
+	}
+	code, class := classify(err)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return code // already reported in full (a verdict)
+	}
+	if g.output == outputJSON {
+		writeJSONError(stdout, class, err)
+	} else {
+		fmt.Fprintf(stderr, "sandbox-resume: %v\n", err)
+	}
+	return code
+}
+
+// jsonError is the {"error": …} object of DESIGN "Resume decision".
+type jsonError struct {
+	Class    string                `json:"class"`
+	Message  string                `json:"message"`
+	Refusals []envmanifest.Refusal `json:"refusals,omitempty"`
+}
+
+func writeJSONError(w io.Writer, class string, err error) {
+	je := jsonError{Class: class, Message: err.Error()}
+	var re *envmanifest.RefusedError
+	if errors.As(err, &re) {
+		je.Refusals = re.Refusals
+	}
+	writeJSON(w, map[string]any{"error": je})
+}
+
+// writeJSON prints v as one JSON object followed by a newline.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

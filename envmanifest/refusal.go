@@ -1,0 +1,85 @@
+package envmanifest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Class names the kind of a refusal. The strings are part of the CLI's JSON
+// contract (DESIGN "Precise rules": refusal classes) and never change.
+type Class string
+
+// Refusal classes, exactly as DESIGN "Precise rules" spells them.
+const (
+	ClassSyntax           Class = "syntax"             // JSONC does not parse, empty input, non-object top level
+	ClassEncoding         Class = "encoding"           // invalid UTF-8, lone surrogates, noncharacters
+	ClassLimit            Class = "limit"              // size (1 MiB) or depth (64) exceeded
+	ClassNumber           Class = "number"             // not I-JSON safe (RFC 7493 §2.2)
+	ClassDuplicateKey     Class = "duplicate-key"      // a member name repeated in one object
+	ClassExecutesOrWidens Class = "executes-or-widens" // lifecycle commands, build, privileges
+	ClassChangesWhatRuns  Class = "changes-what-runs"  // alters what runs but is not identity in v1
+	ClassUnknownProperty  Class = "unknown-property"   // not in the property class table
+	ClassInvalidValue     Class = "invalid-value"      // wrong type or a value the rules refuse
+	ClassMissing          Class = "missing"            // a required member is absent
+	ClassConflict         Class = "conflict"           // two members describe one thing
+	ClassLockfile         Class = "lockfile"           // devcontainer-lock.json problems
+	ClassReservedEnv      Class = "reserved-env"       // containerEnv sets a reserved name
+)
+
+// Refusal is one reason a document was refused. Pointer is an RFC 6901 JSON
+// Pointer into the input ("" is the whole document); Message is free text for
+// people.
+type Refusal struct {
+	Pointer string `json:"pointer"`
+	Class   Class  `json:"class"`
+	Message string `json:"message"`
+}
+
+// String renders the refusal as `pointer: class: message`, with the root
+// pointer shown as `""`.
+func (r Refusal) String() string {
+	p := r.Pointer
+	if p == "" {
+		p = `""`
+	}
+	return fmt.Sprintf("%s: %s: %s", p, r.Class, r.Message)
+}
+
+// RefusedError is returned when a document does not ingest. Refusals holds
+// every refusal of the document, sorted by pointer in UTF-8 byte order
+// (stable). Source names the input (a file path, or "-" for stdin).
+type RefusedError struct {
+	Source   string
+	Refusals []Refusal
+}
+
+// Error lists the source and every refusal, one per line.
+func (e *RefusedError) Error() string {
+	var b strings.Builder
+	src := e.Source
+	if src == "" {
+		src = "input"
+	}
+	fmt.Fprintf(&b, "%s: refused (%d)", src, len(e.Refusals))
+	for _, r := range e.Refusals {
+		b.WriteString("\n  ")
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
+
+// SortRefusals sorts refusals by pointer in UTF-8 byte order, keeping the
+// relative order of refusals at the same pointer (DESIGN "Precise rules").
+func SortRefusals(rs []Refusal) {
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Pointer < rs[j].Pointer })
+}
+
+// Pointer appends one reference token to a JSON Pointer, escaping `~` and `/`
+// as RFC 6901 §3 requires.
+func Pointer(parent, token string) string {
+	if strings.ContainsAny(token, "~/") {
+		token = strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+	}
+	return parent + "/" + token
+}

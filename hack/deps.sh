@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs and is missing (DESIGN "Build and test
+# environment"). As root: apt packages and the containerd binaries at the
+# version in go.mod, built with `go install` into bin/ (cached by version).
+# As non-root it only reports what is missing. Never installs Debian's
+# containerd package: its 1.6 shim would shadow the v2 shim on PATH.
+set -euo pipefail
+version=$1; shift
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+missing=()
+for pkg in "$@"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]]; then
+    echo "deps: apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "deps: missing apt packages (install as root): ${missing[*]}"
+  fi
+fi
+
+stamp=bin/.containerd-$version
+if [[ ! -f $stamp || ! -x bin/containerd || ! -x bin/containerd-shim-runc-v2 || ! -x bin/ctr ]]; then
+  echo "deps: go install containerd $version (containerd, containerd-shim-runc-v2, ctr) into bin/"
+  mkdir -p bin
+  rm -f bin/.containerd-*
+  GOBIN="$root/bin" go install \
+    "github.com/containerd/containerd/v2/cmd/containerd@$version" \
+    "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$version" \
+    "github.com/containerd/containerd/v2/cmd/ctr@$version"
+  touch "$stamp"
+fi

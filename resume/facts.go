@@ -1,0 +1,42 @@
+package resume
+
+import (
+	"context"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// Facts is what the resume decision needs to know about the host it runs on
+// (DESIGN "Layout": the seams). runtime/containerd implements it against a
+// daemon and resume/fake in memory; one conformance suite runs against both.
+//
+// Errors wrap the github.com/containerd/errdefs classes (errdefs.ErrNotFound
+// for an absent image, platform or blob), with the reference or digest they
+// concern in the message.
+type Facts interface {
+	// Host returns the daemon's identity (its introspection UUID, or the
+	// configured override with IDSource "override") and its facts.
+	Host(ctx context.Context) (snapshot.Host, error)
+
+	// ResolveImage resolves a normalized image reference through the content
+	// store for the host platform (platforms.OnlyStrict): the index digest when
+	// the reference names an index, the platform manifest, its config and the
+	// config's diffIDs. A reference with a digest resolves that digest.
+	ResolveImage(ctx context.Context, ref string) (snapshot.Base, error)
+
+	// MissingContent returns the digests among the manifest, its config and
+	// every layer that are absent from the content store, in manifest order
+	// (nil when all are present). An absent manifest is reported as missing,
+	// not as an error.
+	MissingContent(ctx context.Context, manifest digest.Digest) ([]digest.Digest, error)
+
+	// BlobSize returns the size in bytes of a blob in the content store, or an
+	// error wrapping errdefs.ErrNotFound.
+	BlobSize(ctx context.Context, dgst digest.Digest) (int64, error)
+
+	// PlatformMatches reports whether the host platform matches platform
+	// ("os/arch[/variant]") under platforms.OnlyStrict.
+	PlatformMatches(platform string) bool
+}
