@@ -7,7 +7,7 @@ APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo
 FUZZTIME ?= 10m
 BENCHTIME ?= 1s
 
-.PHONY: help deps build test unit integration bench fuzz lint clean
+.PHONY: help deps build test unit integration bench fuzz lint clean demo
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,3 +40,6 @@ lint: ## gofmt, go vet
 
 clean: ## remove build output (keeps the cached containerd binaries)
 	rm -f bin/sandbox-resume
+
+demo: build ## the main job on the bundled example
+	bin/sandbox-resume manifest examples/devcontainer.json
