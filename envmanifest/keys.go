@@ -1,0 +1,345 @@
+package envmanifest
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// KeyIDPrefix starts every key identifier: "ed25519:" + 64 lowercase hex
+// (DESIGN "Signed documents").
+const KeyIDPrefix = "ed25519:"
+
+// PEM block types of the key files (RFC 7468 §10 and §13): a PKCS#8
+// private key (RFC 5208, RFC 8410 §7) and a PKIX SubjectPublicKeyInfo
+// (RFC 5280 §4.1.2.7, RFC 8410 §4). They are the files that
+// `openssl genpkey -algorithm ed25519` and `openssl pkey -pubout` write.
+const (
+	PEMTypePrivateKey = "PRIVATE KEY"
+	PEMTypePublicKey  = "PUBLIC KEY"
+)
+
+// ErrKeyExists is returned (wrapped, with the file name) by WriteKeyPair
+// when PREFIX.key or PREFIX.pub already exists and force is false. The CLI
+// maps it to exit 2 (DESIGN "CLI contract": keygen).
+var ErrKeyExists = errors.New("key file already exists")
+
+// KeyID returns the identifier of an Ed25519 public key: "ed25519:" + the
+// lowercase hex SHA-256 of the key's PKIX (SubjectPublicKeyInfo) DER
+// encoding (DESIGN "Signed documents"). pub must be 32 bytes; a key of
+// another length yields "" (it cannot be marshalled).
+func KeyID(pub ed25519.PublicKey) string {
+	if len(pub) != ed25519.PublicKeySize {
+		return ""
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(der)
+	return KeyIDPrefix + hex.EncodeToString(sum[:])
+}
+
+// ParsePrivateKeyPEM parses one PEM block of type "PRIVATE KEY" holding a
+// PKCS#8 Ed25519 private key (RFC 8410 §7), as written by WriteKeyPair and by
+// `openssl genpkey -algorithm ed25519`. Text before the block and whitespace
+// after it are allowed; anything else after it, another block type,
+// encrypted PEM or another key algorithm is an error.
+func ParsePrivateKeyPEM(data []byte) (ed25519.PrivateKey, error) {
+	block, err := singlePEM(data, PEMTypePrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("PKCS#8 private key: %w", err)
+	}
+	priv, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("PKCS#8 private key is a %T, not Ed25519", k)
+	}
+	return priv, nil
+}
+
+// ParsePublicKeyPEM parses one PEM block of type "PUBLIC KEY" holding a PKIX
+// SubjectPublicKeyInfo Ed25519 public key (RFC 8410 §4), as written by
+// WriteKeyPair and by `openssl pkey -pubout`. The same rules as
+// ParsePrivateKeyPEM apply to the text around the block.
+func ParsePublicKeyPEM(data []byte) (ed25519.PublicKey, error) {
+	block, err := singlePEM(data, PEMTypePublicKey)
+	if err != nil {
+		return nil, err
+	}
+	return parsePKIX(block.Bytes)
+}
+
+func parsePKIX(der []byte) (ed25519.PublicKey, error) {
+	k, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("PKIX public key: %w", err)
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("PKIX public key is a %T, not Ed25519", k)
+	}
+	return pub, nil
+}
+
+// singlePEM decodes exactly one PEM block of type want from data.
+func singlePEM(data []byte, want string) (*pem.Block, error) {
+	block, rest := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("no PEM block (want %q)", want)
+	}
+	if block.Type != want {
+		return nil, fmt.Errorf("PEM block is %q, want %q", block.Type, want)
+	}
+	if len(block.Headers) != 0 {
+		return nil, fmt.Errorf("PEM block %q has headers (encrypted keys are not supported)", want)
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, fmt.Errorf("data after the PEM block %q", want)
+	}
+	return block, nil
+}
+
+// LoadPrivateKey reads a PKCS#8 PEM Ed25519 private key from path (see
+// ParsePrivateKeyPEM). Errors name the file.
+func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("private key: %w", err)
+	}
+	priv, err := ParsePrivateKeyPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("private key %s: %w", path, err)
+	}
+	return priv, nil
+}
+
+// LoadPublicKey reads a PKIX PEM Ed25519 public key from path (see
+// ParsePublicKeyPEM). Errors name the file.
+func LoadPublicKey(path string) (ed25519.PublicKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	pub, err := ParsePublicKeyPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("public key %s: %w", path, err)
+	}
+	return pub, nil
+}
+
+// KeyRing is a set of trusted Ed25519 public keys indexed by KeyID. The zero
+// value is an empty ring; it is safe for concurrent reads once filled.
+type KeyRing struct {
+	keys map[string]ed25519.PublicKey
+}
+
+// NewKeyRing returns a ring holding pubs. Keys of the wrong length are
+// skipped (they have no KeyID).
+func NewKeyRing(pubs ...ed25519.PublicKey) *KeyRing {
+	r := &KeyRing{}
+	for _, p := range pubs {
+		r.Add(p)
+	}
+	return r
+}
+
+// Add trusts pub and returns its KeyID ("" and no change when pub is not 32
+// bytes). Adding a key twice is harmless.
+func (r *KeyRing) Add(pub ed25519.PublicKey) string {
+	id := KeyID(pub)
+	if id == "" {
+		return ""
+	}
+	if r.keys == nil {
+		r.keys = make(map[string]ed25519.PublicKey)
+	}
+	r.keys[id] = append(ed25519.PublicKey(nil), pub...)
+	return id
+}
+
+// Lookup returns the trusted key named by keyid ("ed25519:<64 hex>").
+func (r *KeyRing) Lookup(keyid string) (ed25519.PublicKey, bool) {
+	if r == nil {
+		return nil, false
+	}
+	pub, ok := r.keys[keyid]
+	return pub, ok
+}
+
+// Len returns the number of trusted keys.
+func (r *KeyRing) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.keys)
+}
+
+// KeyIDs returns the KeyID of every trusted key in byte order.
+func (r *KeyRing) KeyIDs() []string {
+	if r == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(r.keys))
+	for id := range r.keys {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// LoadTrust builds the trusted key ring of `--trust PUB|DIR`: path is either
+// one PKIX PEM public key file (see ParsePublicKeyPEM) or a directory whose
+// regular files named *.pub or *.pem (not recursive) are each one PKIX PEM
+// public key. A file that does not parse is an error naming it (a private
+// key in the trust directory is an error, not a silent skip); a directory
+// with no such file is an error.
+func LoadTrust(path string) (*KeyRing, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("trust: %w", err)
+	}
+	ring := &KeyRing{}
+	if !fi.IsDir() {
+		pub, err := LoadPublicKey(path)
+		if err != nil {
+			return nil, fmt.Errorf("trust: %w", err)
+		}
+		ring.Add(pub)
+		return ring, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("trust: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".pub") && !strings.HasSuffix(name, ".pem") {
+			continue
+		}
+		full := filepath.Join(path, name)
+		st, err := os.Stat(full) // follows symlinks
+		if err != nil {
+			return nil, fmt.Errorf("trust: %w", err)
+		}
+		if !st.Mode().IsRegular() {
+			continue
+		}
+		pub, err := LoadPublicKey(full)
+		if err != nil {
+			return nil, fmt.Errorf("trust: %w", err)
+		}
+		ring.Add(pub)
+	}
+	if ring.Len() == 0 {
+		return nil, fmt.Errorf("trust: no public key (*.pub, *.pem) in directory %s", path)
+	}
+	return ring, nil
+}
+
+// WriteKeyPair generates an Ed25519 key pair from crypto/rand and writes
+// PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub (PKIX PEM, mode 0644),
+// each temp → fsync → rename in the target directory. Without force it
+// refuses, before writing anything, when either file exists: the error wraps
+// ErrKeyExists and fs.ErrExist and names the file. It returns the two paths.
+func WriteKeyPair(prefix string, force bool) (pubPath, keyPath string, err error) {
+	if prefix == "" {
+		return "", "", errors.New("keygen: empty output prefix")
+	}
+	pubPath, keyPath = prefix+".pub", prefix+".key"
+	if !force {
+		for _, p := range []string{keyPath, pubPath} {
+			if _, err := os.Lstat(p); err == nil {
+				return "", "", fmt.Errorf("keygen: %s: %w (use --force to overwrite): %w", p, ErrKeyExists, fs.ErrExist)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return "", "", fmt.Errorf("keygen: %w", err)
+			}
+		}
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", fmt.Errorf("keygen: generate: %w", err)
+	}
+	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return "", "", fmt.Errorf("keygen: marshal PKCS#8: %w", err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", "", fmt.Errorf("keygen: marshal PKIX: %w", err)
+	}
+	privPEM := pem.EncodeToMemory(&pem.Block{Type: PEMTypePrivateKey, Bytes: privDER})
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: PEMTypePublicKey, Bytes: pubDER})
+	if err := writeKeyFileAtomic(keyPath, privPEM, 0o600, force); err != nil {
+		return "", "", err
+	}
+	if err := writeKeyFileAtomic(pubPath, pubPEM, 0o644, force); err != nil {
+		if !force {
+			_ = os.Remove(keyPath) // we created it just now; do not leave half a pair
+		}
+		return "", "", err
+	}
+	return pubPath, keyPath, nil
+}
+
+// writeKeyFileAtomic writes data to path via a temporary file in the same
+// directory: write, chmod, fsync, then rename (force) or link (no clobber),
+// then fsync the directory.
+func writeKeyFileAtomic(path string, data []byte, mode os.FileMode, force bool) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("keygen: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if f != nil {
+			_ = f.Close()
+		}
+		_ = os.Remove(tmp)
+	}()
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("keygen: %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("keygen: %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("keygen: %s: %w", path, err)
+	}
+	cerr := f.Close()
+	f = nil
+	if cerr != nil {
+		return fmt.Errorf("keygen: %s: %w", path, cerr)
+	}
+	if force {
+		err = os.Rename(tmp, path)
+	} else {
+		err = os.Link(tmp, path) // fails with EEXIST rather than replacing a file that appeared meanwhile
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("keygen: %s: %w (use --force to overwrite): %w", path, ErrKeyExists, fs.ErrExist)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("keygen: %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
