@@ -35,3 +35,16 @@ if [[ ! -f $stamp || ! -x bin/containerd || ! -x bin/containerd-shim-runc-v2 || 
     "github.com/containerd/containerd/v2/cmd/ctr@$version"
   touch "$stamp"
 fi
+
+# The stock JSON Schema validator the schemas/ tests run (issue 9): ajv with
+# its Draft 2020-12 dialect and ajv-formats, installed with npm into the
+# repo-local .tools/ (gitignored), only when missing. Works as non-root too.
+ajv_versions=(ajv@8.20.0 ajv-cli@5.0.0 ajv-formats@3.0.1)
+if [[ ! -f .tools/node_modules/ajv/dist/2020.js || ! -f .tools/node_modules/ajv-formats/dist/index.js || ! -x .tools/node_modules/.bin/ajv ]]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "deps: npm install ${ajv_versions[*]} into .tools/"
+    npm install --prefix .tools --no-audit --no-fund --silent "${ajv_versions[@]}"
+  else
+    echo "deps: missing npm (node and npm run the schema validator test)"
+  fi
+fi
