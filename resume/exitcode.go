@@ -1,5 +1,11 @@
 package resume
 
+import (
+	"errors"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+)
+
 // Exit codes of the sandbox-resume CLI (DESIGN "CLI contract"). This is the
 // one table in the code; the README and docs/ are generated or checked from
 // ExitCodes.
@@ -42,6 +48,19 @@ var ExitCodes = []ExitCodeInfo{
 func Classify(err error) (code int, class string, ok bool) {
 	if err == nil {
 		return ExitOK, "", true
+	}
+	if ce := checkError(err); ce != nil {
+		return ce.Class.ExitCode(), string(ce.Class), ce.Class != ClassInternal
+	}
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return ExitRefused, string(ClassBadInput), true
+	}
+	switch {
+	case errors.Is(err, envmanifest.ErrSignature):
+		return ExitUntrusted, "untrusted", true
+	case errors.Is(err, envmanifest.ErrKeyExists):
+		return ExitRefused, "refused", true
 	}
 	return ExitInternal, "internal", false
 }
