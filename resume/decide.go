@@ -1,0 +1,414 @@
+package resume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// Request is the input of the resume decision (DESIGN "Resume decision").
+//
+// RefFile holds the SnapshotRef file's bytes exactly as read; RefSource names
+// it in messages (a path). Config holds the offered devcontainer.json bytes;
+// ConfigPath is its path, used for lockfile discovery and "./" features
+// (envmanifest.Options.Path). Lockfile is an explicit lockfile path
+// (--lockfile), "" to discover one beside ConfigPath. Trust holds the
+// trusted public keys (--trust). The host identity, and any --host-id
+// override, come from Facts.Host.
+type Request struct {
+	RefFile    []byte
+	RefSource  string
+	Config     []byte
+	ConfigPath string
+	Lockfile   string
+	Trust      *envmanifest.KeyRing
+}
+
+// InputError is a file named on the command line that cannot be read (it
+// does not exist, is unreadable, or, for --trust, holds no usable public
+// key): exit 2, class "bad-input" (DESIGN "CLI contract": a config file that
+// does not exist is 2). Path names the file; Err is the cause.
+type InputError struct {
+	Path string
+	Err  error
+}
+
+// Error renders "<path>: <cause>".
+func (e *InputError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns the cause (an *fs.PathError, an envmanifest.LoadTrust
+// error, …).
+func (e *InputError) Unwrap() error { return e.Err }
+
+// LoadRequest reads the files of `resume --ref REF --config CONFIG --trust
+// TRUST [--lockfile LOCKFILE]` into a Request: the ref file and the config
+// file as bytes, the trusted keys with envmanifest.LoadTrust (a PKIX PEM
+// file or a directory of them). The lockfile is not read here: ingestion
+// reads it (check 5), so that a missing lockfile is a refusal in the
+// verdict. Errors are *InputError naming the file.
+func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, error) {
+	ref, err := os.ReadFile(refPath)
+	if err != nil {
+		return Request{}, &InputError{Path: refPath, Err: err}
+	}
+	cfg, err := os.ReadFile(configPath)
+	if err != nil {
+		return Request{}, &InputError{Path: configPath, Err: err}
+	}
+	trust, err := envmanifest.LoadTrust(trustPath)
+	if err != nil {
+		return Request{}, &InputError{Path: trustPath, Err: err}
+	}
+	return Request{
+		RefFile:    ref,
+		RefSource:  refPath,
+		Config:     cfg,
+		ConfigPath: configPath,
+		Lockfile:   lockfilePath,
+		Trust:      trust,
+	}, nil
+}
+
+// Decide runs the ten checks of DESIGN "Resume decision" in order and
+// returns the verdict; it changes nothing (the `resume --check` decision):
+// check 10 looks the claim up through claims and never creates one.
+//
+// Every check is reported: "pass", "fail", or "skipped" after the first
+// failure, which decides Class and ExitCode. Refusals holds check 5's
+// ingestion refusals; Drift compares the recorded and the offered core
+// whenever check 5 produced an offered core (see DiffCores).
+//
+// Check 8 runs, in this order: the host platform must match base.platform
+// (else image-unresolved); a digest in core.image must be base.indexDigest
+// or base.manifestDigest (else image-drifted), or, without a digest, the
+// name must resolve through Facts.ResolveImage to the recorded index and
+// manifest digests (not found: image-unresolved; other digests:
+// image-drifted); then base.manifestDigest with its config and every layer
+// must be present (Facts.MissingContent empty, else image-unresolved).
+//
+// A fact that cannot be established (a Facts or Claims error other than
+// errdefs.ErrNotFound where "not found" is a refusal) fails its check with
+// ClassInternal (exit 1). Decide never returns nil.
+func Decide(ctx context.Context, facts Facts, claims Claims, req Request) *Verdict {
+	s := &state{req: req, facts: facts, claims: claims}
+	v := &Verdict{Checks: make([]CheckResult, 0, len(steps))}
+	failed := ""
+	for _, st := range steps {
+		if failed != "" {
+			v.Checks = append(v.Checks, CheckResult{Name: st.name, Result: ResultSkipped, Detail: "not run: " + failed + " failed"})
+			continue
+		}
+		detail, err := st.run(s, ctx)
+		if err == nil {
+			v.Checks = append(v.Checks, CheckResult{Name: st.name, Result: ResultPass, Detail: detail})
+			continue
+		}
+		failed = st.name
+		class := ClassInternal
+		if ce := checkError(err); ce != nil {
+			class = ce.Class
+		}
+		v.Class = class
+		v.ExitCode = class.ExitCode()
+		v.Checks = append(v.Checks, CheckResult{Name: st.name, Result: ResultFail, Detail: failDetail(err)})
+	}
+	v.Refusals = s.refusals
+	if s.offered != nil && s.ref != nil {
+		v.Drift = DiffCores(&s.ref.Core, &s.offered.Core)
+	}
+	if v.Refusals == nil {
+		v.Refusals = []envmanifest.Refusal{}
+	}
+	if v.Drift == nil {
+		v.Drift = []DriftEntry{}
+	}
+	if failed == "" {
+		v.Accepted = true
+		v.ExitCode = ExitOK
+	}
+	return v
+}
+
+// VerifyRef runs checks 1–4 over a SnapshotRef file (parse, signature,
+// schema, integrity: DESIGN "Resume decision") and returns the verified
+// ref. Errors are *CheckError: bad-input (checks 1 and 3, wrapping an
+// *envmanifest.RefusedError), untrusted (check 2, wrapping
+// envmanifest.ErrSignature) or tampered (check 4).
+func VerifyRef(refFile []byte, trust *envmanifest.KeyRing) (*snapshot.Ref, error) {
+	s := &state{req: Request{RefFile: refFile, Trust: trust}}
+	for _, st := range steps[:4] {
+		if _, err := st.run(s, context.Background()); err != nil {
+			return nil, err
+		}
+	}
+	return s.ref, nil
+}
+
+// failDetail renders a failed check's cause for the verdict: the cause
+// without the "<check>: <class>: " prefix a *CheckError adds.
+func failDetail(err error) string {
+	if ce := checkError(err); ce != nil && ce.Err != nil {
+		return ce.Err.Error()
+	}
+	return err.Error()
+}
+
+// state carries what earlier checks established to later ones.
+type state struct {
+	req    Request
+	facts  Facts
+	claims Claims
+
+	doc      *envmanifest.SignedDocument
+	ref      *snapshot.Ref
+	offered  *envmanifest.Manifest
+	refusals []envmanifest.Refusal
+}
+
+// steps are the ten checks in DESIGN order. Each returns a detail on pass,
+// or an error: a *CheckError for a refusal, anything else is internal.
+var steps = []struct {
+	name string
+	run  func(*state, context.Context) (string, error)
+}{
+	{CheckRefParse, (*state).refParse},
+	{CheckSignature, (*state).signature},
+	{CheckRefSchema, (*state).refSchema},
+	{CheckRefIntegrity, (*state).refIntegrity},
+	{CheckOfferedIngest, (*state).offeredIngest},
+	{CheckManifest, (*state).manifest},
+	{CheckHost, (*state).host},
+	{CheckImage, (*state).image},
+	{CheckSnapshot, (*state).snapshot},
+	{CheckClaim, (*state).claim},
+}
+
+func refuse(check string, class Class, err error) error {
+	return &CheckError{Check: check, Class: class, Err: err}
+}
+
+func refusef(check string, class Class, format string, args ...any) error {
+	return &CheckError{Check: check, Class: class, Err: fmt.Errorf(format, args...)}
+}
+
+// internal wraps a fact that could not be established.
+func internal(check string, err error) error {
+	return &CheckError{Check: check, Class: ClassInternal, Err: err}
+}
+
+func (s *state) source() string {
+	if s.req.RefSource != "" {
+		return s.req.RefSource
+	}
+	return "ref file"
+}
+
+// 1 ref-parse: the strict decoder; a JSON object with an object "ref".
+func (s *state) refParse(context.Context) (string, error) {
+	doc, err := snapshot.ParseRefFile(s.req.RefFile)
+	if err != nil {
+		var re *envmanifest.RefusedError
+		if errors.As(err, &re) && re.Source == "" {
+			re.Source = s.source()
+		}
+		return "", refuse(CheckRefParse, ClassBadInput, err)
+	}
+	s.doc = doc
+	return fmt.Sprintf("%s: a signed %q wrapper with %d signature entries (%d bytes)",
+		s.source(), envmanifest.SignedMemberRef, len(doc.Signatures), len(s.req.RefFile)), nil
+}
+
+// 2 signature: DESIGN "Signed documents" over the JCS of "ref" as parsed.
+func (s *state) signature(context.Context) (string, error) {
+	ids, err := s.doc.VerifiedBy(s.req.Trust)
+	if err != nil {
+		return "", refuse(CheckSignature, ClassUntrusted, err)
+	}
+	return "verified by " + strings.Join(ids, ", "), nil
+}
+
+// 3 ref-schema: exactly the SnapshotRef members with the right types.
+func (s *state) refSchema(context.Context) (string, error) {
+	ref, err := snapshot.DecodeRef(s.doc.Inner)
+	if err != nil {
+		var re *envmanifest.RefusedError
+		if errors.As(err, &re) && re.Source == "" {
+			re.Source = s.source()
+		}
+		return "", refuse(CheckRefSchema, ClassBadInput, err)
+	}
+	s.ref = ref
+	return fmt.Sprintf("%s, run %q, suspended %s", ref.Schema, ref.Run, ref.Created), nil
+}
+
+// 4 ref-integrity: manifest = address(core), pinned = IsPinned(core).
+func (s *state) refIntegrity(context.Context) (string, error) {
+	if err := snapshot.CheckIntegrity(s.ref, s.doc.Inner); err != nil {
+		return "", refuse(CheckRefIntegrity, ClassTampered, err)
+	}
+	return fmt.Sprintf("manifest %s is the address of core; pinned %t", s.ref.Manifest, s.ref.Pinned), nil
+}
+
+// 5 offered-ingest: the recorded policy list, the same lockfile rules.
+func (s *state) offeredIngest(context.Context) (string, error) {
+	m, err := envmanifest.Ingest(s.req.Config, envmanifest.Options{
+		Path:            s.req.ConfigPath,
+		Lockfile:        s.req.Lockfile,
+		RequireLockfile: s.ref.Lockfile != "",
+		Reserved:        s.ref.Policy,
+	})
+	if err != nil {
+		var re *envmanifest.RefusedError
+		if errors.As(err, &re) {
+			s.refusals = append([]envmanifest.Refusal(nil), re.Refusals...)
+			envmanifest.SortRefusals(s.refusals)
+		}
+		return "", refuse(CheckOfferedIngest, ClassBadInput, err)
+	}
+	s.offered = m
+	detail := fmt.Sprintf("%s ingested with the recorded policy (%d names): %s", s.configName(), len(s.ref.Policy), m.Address)
+	if m.LockfilePath != "" {
+		detail += ", lockfile " + m.LockfilePath
+	}
+	return detail, nil
+}
+
+func (s *state) configName() string {
+	if s.req.ConfigPath != "" {
+		return s.req.ConfigPath
+	}
+	return "offered config"
+}
+
+// 6 manifest: offered address = ref.manifest.
+func (s *state) manifest(context.Context) (string, error) {
+	if s.offered.Address != s.ref.Manifest {
+		return "", refusef(CheckManifest, ClassManifestMismatch,
+			"offered %s is not the recorded %s (see drift)", s.offered.Address, s.ref.Manifest)
+	}
+	return "offered address = recorded " + s.ref.Manifest, nil
+}
+
+// 7 host: same host (host.id and host.idSource both equal), or pinned.
+func (s *state) host(ctx context.Context) (string, error) {
+	h, err := s.facts.Host(ctx)
+	if err != nil {
+		return "", internal(CheckHost, fmt.Errorf("host identity: %w", err))
+	}
+	rec := s.ref.Host
+	if h.ID == rec.ID && h.IDSource == rec.IDSource {
+		return fmt.Sprintf("same host %s (%s)", h.ID, h.IDSource), nil
+	}
+	if s.ref.Pinned {
+		return fmt.Sprintf("another host %s (%s), suspended on %s (%s); the manifest is pinned", h.ID, h.IDSource, rec.ID, rec.IDSource), nil
+	}
+	return "", refusef(CheckHost, ClassUnpinnedCrossHost,
+		"this host is %s (%s), the run was suspended on %s (%s), and the manifest is unpinned (image and every feature need an @sha256: digest to move)",
+		h.ID, h.IDSource, rec.ID, rec.IDSource)
+}
+
+// 8 image: platform, the reference still names the recorded digests, the
+// base content is present.
+func (s *state) image(ctx context.Context) (string, error) {
+	base := s.ref.Base
+	image := s.ref.Core.Image
+	if !s.facts.PlatformMatches(base.Platform) {
+		return "", refusef(CheckImage, ClassImageUnresolved,
+			"the recorded platform %s of %s does not match this host's platform", base.Platform, base.ManifestDigest)
+	}
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		// Checks 3 and 5 ingested this reference; this cannot happen for a
+		// verified ref.
+		return "", refusef(CheckImage, ClassImageUnresolved, "/core/image %q: %v", image, err)
+	}
+	how := ""
+	if dg, ok := named.(reference.Digested); ok {
+		d := dg.Digest()
+		if d != base.ManifestDigest && (base.IndexDigest == "" || d != base.IndexDigest) {
+			return "", refusef(CheckImage, ClassImageDrifted,
+				"/core/image %s names digest %s, not the recorded %s", image, d, recordedDigests(base))
+		}
+		how = "pinned by digest " + d.String()
+	} else {
+		got, err := s.facts.ResolveImage(ctx, image)
+		switch {
+		case errdefs.IsNotFound(err):
+			return "", refuse(CheckImage, ClassImageUnresolved, fmt.Errorf("%s does not resolve through the content store: %w", image, err))
+		case err != nil:
+			return "", internal(CheckImage, fmt.Errorf("resolve %s: %w", image, err))
+		}
+		if got.IndexDigest != base.IndexDigest || got.ManifestDigest != base.ManifestDigest {
+			return "", refusef(CheckImage, ClassImageDrifted,
+				"%s now resolves to %s, not the recorded %s", image, recordedDigests(got), recordedDigests(base))
+		}
+		how = "resolves to " + recordedDigests(base)
+	}
+	missing, err := s.facts.MissingContent(ctx, base.ManifestDigest)
+	if err != nil {
+		return "", internal(CheckImage, fmt.Errorf("content of %s: %w", base.ManifestDigest, err))
+	}
+	if len(missing) > 0 {
+		return "", refusef(CheckImage, ClassImageUnresolved,
+			"%s (%s): %d blobs missing from the content store: %s", image, base.ManifestDigest, len(missing), joinDigests(missing))
+	}
+	return fmt.Sprintf("%s %s; manifest, config and layers present (%s)", image, how, base.Platform), nil
+}
+
+func recordedDigests(b snapshot.Base) string {
+	if b.IndexDigest != "" {
+		return fmt.Sprintf("index %s / manifest %s", b.IndexDigest, b.ManifestDigest)
+	}
+	return "manifest " + b.ManifestDigest.String()
+}
+
+func joinDigests(ds []digest.Digest) string {
+	ss := make([]string, len(ds))
+	for i, d := range ds {
+		ss[i] = d.String()
+	}
+	return strings.Join(ss, ", ")
+}
+
+// 9 snapshot: the rootfsDiff blob is present with its digest and size.
+func (s *state) snapshot(ctx context.Context) (string, error) {
+	d := s.ref.RootfsDiff
+	size, err := s.facts.BlobSize(ctx, d.Digest)
+	switch {
+	case errdefs.IsNotFound(err):
+		return "", refuse(CheckSnapshot, ClassSnapshotMissing, fmt.Errorf("rootfsDiff %s is not in the content store: %w", d.Digest, err))
+	case err != nil:
+		return "", internal(CheckSnapshot, fmt.Errorf("rootfsDiff %s: %w", d.Digest, err))
+	case size != d.Size:
+		return "", refusef(CheckSnapshot, ClassSnapshotMissing,
+			"rootfsDiff %s is %d bytes in the content store, the ref records %d", d.Digest, size, d.Size)
+	}
+	return fmt.Sprintf("rootfsDiff %s present, %d bytes", d.Digest, size), nil
+}
+
+// 10 claim: no live claim exists for the run; none is created here.
+func (s *state) claim(ctx context.Context) (string, error) {
+	if s.claims == nil {
+		return "", internal(CheckClaim, errors.New("no claim store to consult"))
+	}
+	c, err := s.claims.ClaimHolder(ctx, s.ref.Run)
+	if err != nil {
+		return "", internal(CheckClaim, fmt.Errorf("claim of run %q: %w", s.ref.Run, err))
+	}
+	switch {
+	case c == nil:
+		return fmt.Sprintf("no claim for run %q", s.ref.Run), nil
+	case c.Live():
+		return "", refusef(CheckClaim, ClassClaimConflict, "run %q is claimed: %s", s.ref.Run, c)
+	}
+	return fmt.Sprintf("stale claim of run %q (its container is absent and its process gone; it would be taken over): %s", s.ref.Run, c), nil
+}

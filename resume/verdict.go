@@ -1,0 +1,224 @@
+package resume
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+)
+
+// Check names, in the order Decide runs them (DESIGN "Resume decision",
+// the check table). The strings are part of the verdict's JSON contract.
+const (
+	CheckRefParse      = "ref-parse"      // 1: strict decoder, a JSON object with an object "ref"
+	CheckSignature     = "signature"      // 2: the "Signed documents" rule over the JCS of "ref" as parsed
+	CheckRefSchema     = "ref-schema"     // 3: "ref" has exactly the SnapshotRef members with the right types
+	CheckRefIntegrity  = "ref-integrity"  // 4: manifest = address(core), pinned = IsPinned(core)
+	CheckOfferedIngest = "offered-ingest" // 5: the offered devcontainer.json ingests with the recorded policy and lockfile rules
+	CheckManifest      = "manifest"       // 6: offered address = ref.manifest
+	CheckHost          = "host"           // 7: same host (host.id and host.idSource), or pinned
+	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests
+	CheckSnapshot      = "snapshot"       // 9: the rootfsDiff blob is present with its digest and size
+	CheckClaim         = "claim"          // 10: no live claim exists for the run
+)
+
+// CheckNames lists the ten check names in the order they run.
+var CheckNames = []string{
+	CheckRefParse, CheckSignature, CheckRefSchema, CheckRefIntegrity,
+	CheckOfferedIngest, CheckManifest, CheckHost, CheckImage, CheckSnapshot, CheckClaim,
+}
+
+// Class names why a resume was refused: the verdict's "class" (DESIGN
+// "Resume decision", the check table's "class on failure" column). The
+// strings are part of the JSON contract.
+type Class string
+
+// Verdict classes. Each maps to one exit code (Class.ExitCode).
+const (
+	ClassBadInput          Class = "bad-input"           // checks 1, 3, 5: exit 2
+	ClassUntrusted         Class = "untrusted"           // check 2: exit 6
+	ClassTampered          Class = "tampered"            // check 4: exit 6
+	ClassManifestMismatch  Class = "manifest-mismatch"   // check 6: exit 3
+	ClassUnpinnedCrossHost Class = "unpinned-cross-host" // check 7: exit 4
+	ClassImageUnresolved   Class = "image-unresolved"    // check 8: exit 5
+	ClassImageDrifted      Class = "image-drifted"       // check 8: exit 5
+	ClassSnapshotMissing   Class = "snapshot-missing"    // check 9: exit 7
+	ClassClaimConflict     Class = "claim-conflict"      // check 10: exit 8
+	// ClassInternal is a failure to establish a fact (a daemon error other
+	// than "not found"), not a refusal: exit 1.
+	ClassInternal Class = "internal"
+)
+
+// ExitCode returns the CLI exit code of a verdict class (DESIGN "CLI
+// contract"); an unknown class is ExitInternal.
+func (c Class) ExitCode() int {
+	switch c {
+	case ClassBadInput:
+		return ExitRefused
+	case ClassUntrusted, ClassTampered:
+		return ExitUntrusted
+	case ClassManifestMismatch:
+		return ExitMismatch
+	case ClassUnpinnedCrossHost:
+		return ExitCrossHost
+	case ClassImageUnresolved, ClassImageDrifted:
+		return ExitImage
+	case ClassSnapshotMissing:
+		return ExitSnapshot
+	case ClassClaimConflict:
+		return ExitClaim
+	}
+	return ExitInternal
+}
+
+// Check results (the verdict's checks[].result).
+const (
+	ResultPass    = "pass"
+	ResultFail    = "fail"
+	ResultSkipped = "skipped" // not run: an earlier check failed
+)
+
+// CheckResult is one row of the verdict's "checks" array: the check's name
+// (one of CheckNames), its result (ResultPass, ResultFail or ResultSkipped)
+// and a detail for people naming what was compared (digests, pointers,
+// host ids).
+type CheckResult struct {
+	Name   string `json:"name"`
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+}
+
+// Verdict is the outcome of the resume decision (DESIGN "Resume decision":
+// the verdict JSON). Checks always holds all ten checks in order. Class is
+// empty when Accepted (and encodes as null); ExitCode is Class.ExitCode(),
+// or ExitOK when accepted. Refusals are the ingestion refusals of check 5,
+// sorted by pointer; Drift compares the recorded and offered manifest cores
+// whenever check 5 produced an offered core (see DiffCores). Both encode as
+// [] when empty. Container and NotApplied are filled by materialization
+// only and are omitted otherwise.
+type Verdict struct {
+	Accepted   bool
+	Class      Class
+	ExitCode   int
+	Checks     []CheckResult
+	Refusals   []envmanifest.Refusal
+	Drift      []DriftEntry
+	Container  string
+	NotApplied []string
+}
+
+// verdictJSON is the wire shape of Verdict: class null when accepted,
+// refusals and drift never null.
+type verdictJSON struct {
+	Accepted   bool                  `json:"accepted"`
+	Class      *Class                `json:"class"`
+	ExitCode   int                   `json:"exitCode"`
+	Checks     []CheckResult         `json:"checks"`
+	Refusals   []envmanifest.Refusal `json:"refusals"`
+	Drift      []DriftEntry          `json:"drift"`
+	Container  string                `json:"container,omitempty"`
+	NotApplied []string              `json:"notApplied,omitempty"`
+}
+
+// MarshalJSON encodes the verdict as DESIGN's object:
+// {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
+// "container"?, "notApplied"?}.
+func (v *Verdict) MarshalJSON() ([]byte, error) {
+	w := verdictJSON{
+		Accepted:   v.Accepted,
+		ExitCode:   v.ExitCode,
+		Checks:     v.Checks,
+		Refusals:   v.Refusals,
+		Drift:      v.Drift,
+		Container:  v.Container,
+		NotApplied: v.NotApplied,
+	}
+	if v.Class != "" {
+		c := v.Class
+		w.Class = &c
+	}
+	if w.Checks == nil {
+		w.Checks = []CheckResult{}
+	}
+	if w.Refusals == nil {
+		w.Refusals = []envmanifest.Refusal{}
+	}
+	if w.Drift == nil {
+		w.Drift = []DriftEntry{}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes the object MarshalJSON writes (for callers that read
+// verdicts back, such as tests and the runtime's Go client).
+func (v *Verdict) UnmarshalJSON(data []byte) error {
+	var w verdictJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*v = Verdict{
+		Accepted:   w.Accepted,
+		ExitCode:   w.ExitCode,
+		Checks:     w.Checks,
+		Refusals:   w.Refusals,
+		Drift:      w.Drift,
+		Container:  w.Container,
+		NotApplied: w.NotApplied,
+	}
+	if w.Class != nil {
+		v.Class = *w.Class
+	}
+	return nil
+}
+
+// Check returns the result of the named check, or nil when name is not one
+// of CheckNames.
+func (v *Verdict) Check(name string) *CheckResult {
+	for i := range v.Checks {
+		if v.Checks[i].Name == name {
+			return &v.Checks[i]
+		}
+	}
+	return nil
+}
+
+// Failed returns the check that decided a refusal, or nil when the verdict
+// is accepted.
+func (v *Verdict) Failed() *CheckResult {
+	for i := range v.Checks {
+		if v.Checks[i].Result == ResultFail {
+			return &v.Checks[i]
+		}
+	}
+	return nil
+}
+
+// CheckError is a failed check as an error: the check's name (one of
+// CheckNames), the verdict class it fails with, and the cause. VerifyRef
+// returns it; Classify maps it to Class.ExitCode().
+type CheckError struct {
+	Check string
+	Class Class
+	Err   error
+}
+
+// Error renders "<check>: <class>: <cause>".
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("%s: %s: %v", e.Check, e.Class, e.Err)
+}
+
+// Unwrap returns the cause (an *envmanifest.RefusedError, a wrapped
+// envmanifest.ErrSignature or snapshot.ErrTampered, an errdefs class, …).
+func (e *CheckError) Unwrap() error { return e.Err }
+
+var _ error = (*CheckError)(nil)
+
+// checkError returns err's *CheckError, or nil.
+func checkError(err error) *CheckError {
+	var ce *CheckError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
+}
