@@ -1,0 +1,288 @@
+// Package facttest is the conformance suite for resume.Facts (DESIGN
+// "Layout": one suite runs against runtime/containerd and the in-memory fake).
+// RunFactsSuite drives an implementation through a Fixture that stores blobs
+// and names images behind its back, then checks resolution, presence, blob
+// sizes, host facts and platform matching against the digests the test
+// images were built with (test/integration/harness/testimage).
+package facttest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/test/integration/harness/testimage"
+)
+
+// Fixture changes the stores behind a Facts under test.
+type Fixture interface {
+	// HostPlatform is the platform the Facts report as the host's.
+	HostPlatform() ocispec.Platform
+	// Put stores every blob of im in the content store (kept until the test
+	// ends even when no image names it).
+	Put(t testing.TB, im *testimage.Image)
+	// Name creates or re-points the image name (already normalized) at target.
+	Name(t testing.TB, name string, target ocispec.Descriptor)
+	// Delete removes blob d from the content store.
+	Delete(t testing.TB, d digest.Digest)
+}
+
+// New returns a fresh Facts with empty stores and its Fixture; RunFactsSuite
+// calls it once per subtest.
+type New func(t *testing.T) (resume.Facts, Fixture)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func build(t *testing.T, fx Fixture, marker string) *testimage.Image {
+	t.Helper()
+	im, err := testimage.Synthetic(fx.HostPlatform(), marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.Put(t, im)
+	return im
+}
+
+// want is the Base an image built by testimage resolves to.
+func want(name string, im *testimage.Image, viaIndex bool) snapshot.Base {
+	b := snapshot.Base{
+		Name:           name,
+		ManifestDigest: im.Manifest.Digest,
+		ConfigDigest:   im.Config.Digest,
+		Platform:       im.PlatformString(),
+		DiffIDs:        im.DiffIDs,
+	}
+	if viaIndex {
+		b.IndexDigest = im.Index.Digest
+	}
+	return b
+}
+
+func equalBase(a, b snapshot.Base) bool {
+	return a.Name == b.Name && a.IndexDigest == b.IndexDigest && a.ManifestDigest == b.ManifestDigest &&
+		a.ConfigDigest == b.ConfigDigest && a.Platform == b.Platform && slices.Equal(a.DiffIDs, b.DiffIDs)
+}
+
+func resolve(t *testing.T, f resume.Facts, ref string, exp snapshot.Base) {
+	t.Helper()
+	got, err := f.ResolveImage(ctx(t), ref)
+	if err != nil {
+		t.Fatalf("ResolveImage(%q): %v", ref, err)
+	}
+	if !equalBase(got, exp) {
+		t.Fatalf("ResolveImage(%q)\n got  %+v\n want %+v", ref, got, exp)
+	}
+	if got.DiffIDs == nil {
+		t.Fatalf("ResolveImage(%q): DiffIDs is nil, want a non-nil slice", ref)
+	}
+}
+
+func wantErr(t *testing.T, what string, err error, class error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want %v", what, class)
+	}
+	if !errors.Is(err, class) {
+		t.Fatalf("%s: error %q does not wrap %v", what, err, class)
+	}
+}
+
+// RunFactsSuite runs the conformance suite against the Facts that newFacts
+// returns.
+func RunFactsSuite(t *testing.T, newFacts New) {
+	t.Run("Host", func(t *testing.T) {
+		f, fx := newFacts(t)
+		h, err := f.Host(ctx(t))
+		if err != nil {
+			t.Fatalf("Host: %v", err)
+		}
+		if h.ID == "" || (h.IDSource != snapshot.IDSourceIntrospection && h.IDSource != snapshot.IDSourceOverride) {
+			t.Errorf("Host id %q source %q: want a non-empty id from %q or %q", h.ID, h.IDSource, snapshot.IDSourceIntrospection, snapshot.IDSourceOverride)
+		}
+		if h.ContainerdVersion == "" || h.Snapshotter == "" {
+			t.Errorf("Host version %q snapshotter %q: want both", h.ContainerdVersion, h.Snapshotter)
+		}
+		if p := platforms.Format(fx.HostPlatform()); h.Platform != p {
+			t.Errorf("Host platform %q, want %q", h.Platform, p)
+		}
+		h2, err := f.Host(ctx(t))
+		if err != nil || h2 != h {
+			t.Errorf("second Host = %+v, %v; want %+v", h2, err, h)
+		}
+	})
+
+	t.Run("PlatformMatches", func(t *testing.T) {
+		f, fx := newFacts(t)
+		host := fx.HostPlatform()
+		if !f.PlatformMatches(platforms.Format(host)) {
+			t.Errorf("PlatformMatches(%q) = false for the host platform", platforms.Format(host))
+		}
+		other := platforms.Format(testimage.OtherPlatform(host))
+		for _, p := range []string{other, "windows/" + host.Architecture, "not a platform!"} {
+			if f.PlatformMatches(p) {
+				t.Errorf("PlatformMatches(%q) = true on host %s", p, platforms.Format(host))
+			}
+		}
+		if host.Architecture == "amd64" && f.PlatformMatches("linux/386") {
+			t.Errorf("PlatformMatches(linux/386) = true on amd64: not strict")
+		}
+	})
+
+	t.Run("TagOfIndex", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "tag-of-index")
+		const name = "example.test/sr/img:1"
+		fx.Name(t, name, im.Index)
+		resolve(t, f, name, want(name, im, true))
+	})
+
+	t.Run("TagOfManifest", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "tag-of-manifest")
+		const name = "example.test/sr/single:1"
+		fx.Name(t, name, im.Manifest)
+		resolve(t, f, name, want(name, im, false))
+	})
+
+	t.Run("ShortAndNormalizedNamesAgree", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "short")
+		const name = "docker.io/library/srtest:1"
+		fx.Name(t, name, im.Index)
+		exp := want(name, im, true)
+		for _, ref := range []string{"srtest:1", "library/srtest:1", "docker.io/srtest:1", name} {
+			resolve(t, f, ref, exp)
+		}
+		_, err := f.ResolveImage(ctx(t), "srtest") // :latest is not stored
+		wantErr(t, "ResolveImage(srtest)", err, errdefs.ErrNotFound)
+	})
+
+	t.Run("RepointedNameResolvesToNewContent", func(t *testing.T) {
+		f, fx := newFacts(t)
+		a := build(t, fx, "first")
+		b := build(t, fx, "second")
+		if a.Manifest.Digest == b.Manifest.Digest {
+			t.Fatal("test images with different markers share a manifest digest")
+		}
+		const name = "example.test/sr/moving:1"
+		fx.Name(t, name, a.Index)
+		resolve(t, f, name, want(name, a, true))
+		fx.Name(t, name, b.Index)
+		resolve(t, f, name, want(name, b, true))
+	})
+
+	t.Run("DigestReference", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "by-digest")
+		// No name points at the image: a digest resolves as a content key.
+		ref := "example.test/sr/img@" + im.Index.Digest.String()
+		resolve(t, f, ref, want(ref, im, true))
+		ref = "example.test/sr/img@" + im.Manifest.Digest.String()
+		resolve(t, f, ref, want(ref, im, false))
+		// A tag beside a digest is dropped by normalization.
+		resolve(t, f, "example.test/sr/img:1@"+im.Manifest.Digest.String(), want(ref, im, false))
+
+		absent := digest.FromString("sandbox-resume: bytes that are not stored")
+		_, err := f.ResolveImage(ctx(t), "example.test/sr/img@"+absent.String())
+		wantErr(t, "ResolveImage(absent digest)", err, errdefs.ErrNotFound)
+		if err != nil && !containsDigest(err, absent) {
+			t.Errorf("error %q does not name the digest %s", err, absent)
+		}
+	})
+
+	t.Run("MissingPlatform", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "foreign")
+		fx.Name(t, "example.test/sr/foreign:1", im.Foreign)
+		_, err := f.ResolveImage(ctx(t), "example.test/sr/foreign:1")
+		wantErr(t, "ResolveImage(index without the host platform)", err, errdefs.ErrNotFound)
+		fx.Name(t, "example.test/sr/other:1", im.Other)
+		_, err = f.ResolveImage(ctx(t), "example.test/sr/other:1")
+		wantErr(t, "ResolveImage(manifest for another platform)", err, errdefs.ErrNotFound)
+	})
+
+	t.Run("UnknownAndInvalidReferences", func(t *testing.T) {
+		f, _ := newFacts(t)
+		_, err := f.ResolveImage(ctx(t), "example.test/sr/nothing:1")
+		wantErr(t, "ResolveImage(unknown name)", err, errdefs.ErrNotFound)
+		for _, ref := range []string{"", "example.test/UPPER:1", "a:b:c", "example.test/x@sha256:123"} {
+			_, err := f.ResolveImage(ctx(t), ref)
+			wantErr(t, "ResolveImage("+ref+")", err, errdefs.ErrInvalidArgument)
+		}
+	})
+
+	t.Run("MissingContent", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "presence")
+		fx.Name(t, "example.test/sr/presence:1", im.Index)
+		missing, err := f.MissingContent(ctx(t), im.Manifest.Digest)
+		if err != nil || len(missing) != 0 {
+			t.Fatalf("MissingContent(complete) = %v, %v; want none", missing, err)
+		}
+		fx.Delete(t, im.Layers[0].Digest)
+		missing, err = f.MissingContent(ctx(t), im.Manifest.Digest)
+		if err != nil || !slices.Equal(missing, []digest.Digest{im.Layers[0].Digest}) {
+			t.Fatalf("MissingContent(layer deleted) = %v, %v; want [%s]", missing, err, im.Layers[0].Digest)
+		}
+		// Resolution reads only index, manifest and config.
+		resolve(t, f, "example.test/sr/presence:1", want("example.test/sr/presence:1", im, true))
+		fx.Delete(t, im.Config.Digest)
+		missing, err = f.MissingContent(ctx(t), im.Manifest.Digest)
+		if exp := []digest.Digest{im.Config.Digest, im.Layers[0].Digest}; err != nil || !slices.Equal(missing, exp) {
+			t.Fatalf("MissingContent(config and layer deleted) = %v, %v; want %v", missing, err, exp)
+		}
+		_, err = f.ResolveImage(ctx(t), "example.test/sr/presence:1")
+		wantErr(t, "ResolveImage(config deleted)", err, errdefs.ErrNotFound)
+		fx.Delete(t, im.Manifest.Digest)
+		missing, err = f.MissingContent(ctx(t), im.Manifest.Digest)
+		if err != nil || !slices.Equal(missing, []digest.Digest{im.Manifest.Digest}) {
+			t.Fatalf("MissingContent(manifest deleted) = %v, %v; want [%s]", missing, err, im.Manifest.Digest)
+		}
+		absent := digest.FromString("never stored")
+		missing, err = f.MissingContent(ctx(t), absent)
+		if err != nil || !slices.Equal(missing, []digest.Digest{absent}) {
+			t.Fatalf("MissingContent(never stored) = %v, %v; want [%s]", missing, err, absent)
+		}
+		_, err = f.MissingContent(ctx(t), im.Index.Digest)
+		wantErr(t, "MissingContent(an index)", err, errdefs.ErrInvalidArgument)
+		_, err = f.MissingContent(ctx(t), "sha256:nothex")
+		wantErr(t, "MissingContent(invalid digest)", err, errdefs.ErrInvalidArgument)
+	})
+
+	t.Run("BlobSize", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "sizes")
+		for _, b := range im.Blobs {
+			n, err := f.BlobSize(ctx(t), b.Desc.Digest)
+			if err != nil || n != int64(len(b.Data)) {
+				t.Fatalf("BlobSize(%s) = %d, %v; want %d", b.Desc.Digest, n, err, len(b.Data))
+			}
+		}
+		absent := digest.FromString("absent blob")
+		_, err := f.BlobSize(ctx(t), absent)
+		wantErr(t, "BlobSize(absent)", err, errdefs.ErrNotFound)
+		if err != nil && !containsDigest(err, absent) {
+			t.Errorf("error %q does not name the digest %s", err, absent)
+		}
+		_, err = f.BlobSize(ctx(t), "sha256:nothex")
+		wantErr(t, "BlobSize(invalid digest)", err, errdefs.ErrInvalidArgument)
+	})
+}
+
+func containsDigest(err error, d digest.Digest) bool {
+	return err != nil && strings.Contains(err.Error(), d.String())
+}
