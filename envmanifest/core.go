@@ -80,7 +80,17 @@ func (c *Core) IsPinned() bool {
 // Canonical returns the RFC 8785 JCS bytes of the core. It fails only when
 // the core holds a value JCS cannot serialize (invalid option JSON).
 func (c *Core) Canonical() ([]byte, error) {
-	raw, err := json.Marshal(c)
+	cc, copied := *c, false
+	for i := range cc.Features {
+		if len(cc.Features[i].Options) == 0 {
+			// Options is always present: an empty one is {}, never null.
+			if !copied {
+				cc.Features, copied = append([]Feature(nil), c.Features...), true
+			}
+			cc.Features[i].Options = json.RawMessage("{}")
+		}
+	}
+	raw, err := json.Marshal(&cc)
 	if err != nil {
 		return nil, fmt.Errorf("marshal manifest core: %w", err)
 	}

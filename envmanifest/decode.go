@@ -304,7 +304,8 @@ var decoderOptions = []jsontext.Options{
 }
 
 func walk(src []byte) (*Node, []Refusal, *fatalError) {
-	w := &walker{dec: jsontext.NewDecoder(bytes.NewReader(src), decoderOptions...), src: src}
+	// A *bytes.Buffer lets jsontext parse src in place, without a copy.
+	w := &walker{dec: jsontext.NewDecoder(bytes.NewBuffer(src), decoderOptions...), src: src}
 	switch w.dec.PeekKind() {
 	case '{':
 	case 0:
@@ -371,10 +372,13 @@ func (w *walker) value(ptr string, depth int) (*Node, *fatalError) {
 		n.Raw = w.src[start:w.dec.InputOffset()]
 		return n, nil
 	default:
-		raw, err := w.dec.ReadValue()
+		v, err := w.dec.ReadValue()
 		if err != nil {
 			return nil, w.syntax(err)
 		}
+		// The Value is only valid until the next read: keep src's bytes.
+		end := w.dec.InputOffset()
+		raw := w.src[end-int64(len(v)) : end]
 		n := &Node{Pointer: ptr, Raw: raw}
 		switch k {
 		case 'n':
@@ -449,16 +453,16 @@ func (w *walker) markDuplicates(n *Node) {
 			if ms[i].Duplicate {
 				continue
 			}
-			first := true
+			times := 1
 			for j := i + 1; j < len(ms); j++ {
 				if ms[j].Name == ms[i].Name {
 					ms[j].Duplicate = true
-					if first {
-						ms[i].Duplicate = true
-						first = false
-						w.refuse(Pointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears more than once", ms[i].Name))
-					}
+					times++
 				}
+			}
+			if times > 1 {
+				ms[i].Duplicate = true
+				w.refuse(Pointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, times))
 			}
 		}
 		return

@@ -1,0 +1,199 @@
+package envmanifest
+
+import (
+	"encoding/csv"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Mount kinds in the core.
+const (
+	MountBind   = "bind"
+	MountVolume = "volume"
+	MountTmpfs  = "tmpfs"
+)
+
+// dockerMountOptions are the docker --mount options (docker/cli
+// opts/mount.go) that the v1 core cannot carry: they change what runs, so
+// they are refused as "changes-what-runs". Any other unknown key is an
+// "invalid-value".
+var dockerMountOptions = map[string]bool{
+	"readonly": true, "ro": true,
+	"bind-propagation": true, "bind-nonrecursive": true, "bind-recursive": true, "bind-create-src": true,
+	"volume-nocopy": true, "volume-label": true, "volume-driver": true, "volume-opt": true, "volume-subpath": true,
+	"tmpfs-size": true, "tmpfs-mode": true,
+	"image-subpath": true,
+}
+
+// mounts normalizes the mounts array (DESIGN "Precise rules": mount
+// strings, mount objects, mount targets).
+func (in *ingester) mounts(v *Node) {
+	if v.Kind != KindArray {
+		in.refuse(v.Pointer, ClassInvalidValue, "mounts must be an array, not %s", v.Kind)
+		return
+	}
+	type placed struct {
+		m   Mount
+		ptr string
+	}
+	var ms []placed
+	for _, e := range v.Elems {
+		var m Mount
+		var ok bool
+		switch e.Kind {
+		case KindString:
+			m, ok = in.mountString(e)
+		case KindObject:
+			m, ok = in.mountObject(e)
+		default:
+			in.refuse(e.Pointer, ClassInvalidValue, "a mount must be a docker --mount string or an object, not %s", e.Kind)
+		}
+		if ok {
+			ms = append(ms, placed{m, e.Pointer})
+		}
+	}
+	byTarget := make(map[string]int, len(ms))
+	for _, p := range ms {
+		byTarget[path.Clean(p.m.Target)]++
+	}
+	out := make([]Mount, 0, len(ms))
+	for _, p := range ms {
+		if byTarget[path.Clean(p.m.Target)] > 1 {
+			in.refuse(p.ptr, ClassConflict, "more than one mount targets %s", path.Clean(p.m.Target))
+			continue
+		}
+		out = append(out, p.m)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	if len(out) > 0 {
+		in.m.Core.Mounts = out
+	}
+}
+
+// mountString parses docker --mount syntax: comma-separated key=value
+// fields with encoding/csv quoting, keys and the type value
+// case-insensitive, a repeated key's last value winning, type defaulting
+// to volume. consistency is dropped.
+func (in *ingester) mountString(e *Node) (Mount, bool) {
+	s := e.Str
+	if strings.ContainsAny(s, "\r\n") {
+		in.refuse(e.Pointer, ClassInvalidValue, "a mount string must not contain CR or LF")
+		return Mount{}, false
+	}
+	r := csv.NewReader(strings.NewReader(s))
+	fields, err := r.Read()
+	if err != nil {
+		in.refuse(e.Pointer, ClassInvalidValue, "mount %q does not parse as docker --mount fields: %v", s, err)
+		return Mount{}, false
+	}
+	m := Mount{Kind: MountVolume}
+	ok := true
+	for _, f := range fields {
+		key, val, hasVal := strings.Cut(f, "=")
+		key = strings.ToLower(key)
+		switch {
+		case dockerMountOptions[key]:
+			in.refuse(e.Pointer, ClassChangesWhatRuns, "mount option %q is refused: it changes what runs and the v1 manifest cannot carry it", f)
+			ok = false
+			continue
+		case !hasVal:
+			in.refuse(e.Pointer, ClassInvalidValue, "mount field %q must be key=value", f)
+			ok = false
+			continue
+		}
+		switch key {
+		case "type":
+			switch t := strings.ToLower(val); t {
+			case MountBind, MountVolume, MountTmpfs:
+				m.Kind = t
+			default:
+				in.refuse(e.Pointer, ClassInvalidValue, "mount type %q must be bind, volume or tmpfs", val)
+				ok = false
+			}
+		case "source", "src":
+			m.Source = val
+		case "target", "dst", "destination":
+			m.Target = val
+		case "consistency":
+			// a macOS performance hint: dropped
+		default:
+			in.refuse(e.Pointer, ClassInvalidValue, "unknown mount option %q", key)
+			ok = false
+		}
+	}
+	if ok && m.Target == "" {
+		in.refuse(e.Pointer, ClassMissing, "mount %q has no target", s)
+		return Mount{}, false
+	}
+	return m, ok
+}
+
+// mountObject reads the object form {type, source?, target}; type is bind
+// or volume; consistency is dropped; any other key is refused at its
+// pointer.
+func (in *ingester) mountObject(e *Node) (Mount, bool) {
+	var m Mount
+	ok := true
+	hasType, hasTarget := false, false
+	for _, mem := range e.Members {
+		v := mem.Value
+		if mem.Duplicate {
+			hasType = hasType || mem.Name == "type"
+			hasTarget = hasTarget || mem.Name == "target"
+			ok = false
+			continue
+		}
+		switch mem.Name {
+		case "type":
+			hasType = true
+			if v.Kind != KindString || (v.Str != MountBind && v.Str != MountVolume) {
+				in.refuse(v.Pointer, ClassInvalidValue, "mount type must be \"bind\" or \"volume\", not %s", v.Raw)
+				ok = false
+				continue
+			}
+			m.Kind = v.Str
+		case "source", "target":
+			if mem.Name == "target" {
+				hasTarget = true
+			}
+			if v.Kind != KindString {
+				in.refuse(v.Pointer, ClassInvalidValue, "mount %s must be a string, not %s", mem.Name, v.Kind)
+				ok = false
+				continue
+			}
+			if strings.ContainsAny(v.Str, ",\r\n") {
+				in.refuse(v.Pointer, ClassInvalidValue, "mount %s %s must not contain a comma, CR or LF", mem.Name, strconv.Quote(v.Str))
+				ok = false
+				continue
+			}
+			if mem.Name == "source" {
+				m.Source = v.Str
+			} else if v.Str == "" {
+				in.refuse(v.Pointer, ClassInvalidValue, "mount target must not be empty")
+				ok = false
+			} else {
+				m.Target = v.Str
+			}
+		case "consistency":
+			// a macOS performance hint: dropped
+		default:
+			if dockerMountOptions[strings.ToLower(mem.Name)] {
+				in.refuse(v.Pointer, ClassChangesWhatRuns, "mount option %q is refused: it changes what runs and the v1 manifest cannot carry it", mem.Name)
+			} else {
+				in.refuse(v.Pointer, ClassInvalidValue, "unknown mount member %q (a mount object has type, source and target)", mem.Name)
+			}
+			ok = false
+		}
+	}
+	if !hasType {
+		in.refuse(Pointer(e.Pointer, "type"), ClassMissing, "a mount object needs a type (bind or volume)")
+		ok = false
+	}
+	if !hasTarget {
+		in.refuse(Pointer(e.Pointer, "target"), ClassMissing, "a mount object needs a target")
+		ok = false
+	}
+	return m, ok
+}
