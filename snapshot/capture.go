@@ -1,0 +1,159 @@
+package snapshot
+
+import (
+	"context"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// MediaTypeRef is the media type of the ref blob in the content store and of
+// the migration artifact's config: it holds exactly the signed ref file's
+// bytes (DESIGN "Signed documents", "Moving runs").
+const MediaTypeRef = "application/vnd.sandbox-resume.snapshot-ref.v1+json"
+
+// Labels the suspend flow puts on the run lease, beside LabelRun. They let a
+// rerun with the same run id find what the first attempt decided.
+const (
+	// LabelContainer names the container a run lease was created for; a
+	// rerun for another container is refused (ErrRunConflict).
+	LabelContainer = "io.sandbox-resume.container"
+	// LabelCreated holds the RFC 3339 UTC time the run lease was created;
+	// it becomes Ref.Created, so a rerun writes the same ref.
+	LabelCreated = "io.sandbox-resume.created"
+)
+
+// TaskState is the state of a container's task as the Capturer reports it.
+// The strings follow containerd's client.ProcessStatus; TaskNone means the
+// container has no task.
+type TaskState string
+
+// Task states (containerd client.ProcessStatus, plus TaskNone).
+const (
+	TaskNone    TaskState = ""
+	TaskCreated TaskState = "created"
+	TaskRunning TaskState = "running"
+	TaskPaused  TaskState = "paused"
+	TaskPausing TaskState = "pausing"
+	TaskStopped TaskState = "stopped"
+	TaskUnknown TaskState = "unknown"
+)
+
+// Container is what suspend needs to know about a container (DESIGN
+// "Suspend", step 2): its snapshot (Snapshotter, SnapshotKey), the name of
+// that snapshot's parent (ParentChainID: for an unpacked image, the
+// snapshot committed under identity.ChainID of the image's diffIDs, written
+// "sha256:<hex>"), the kind of its snapshot ("active" for a live container:
+// it is never committed), the image name recorded on the container, its
+// labels and its task state.
+type Container struct {
+	ID            string
+	Image         string
+	Snapshotter   string
+	SnapshotKey   string
+	SnapshotKind  string
+	ParentChainID string
+	Labels        map[string]string
+	Task          TaskState
+}
+
+// Lease is a content-store lease as the Capturer reports it: its id, labels
+// and creation time.
+type Lease struct {
+	ID        string
+	Labels    map[string]string
+	CreatedAt time.Time
+}
+
+// ContainerInspector inspects a container.
+type ContainerInspector interface {
+	// Container returns the container's snapshot, parent chain, labels and
+	// task state. An absent container is an error wrapping
+	// errdefs.ErrNotFound naming the id.
+	Container(ctx context.Context, id string) (Container, error)
+}
+
+// HostInspector reports the daemon's identity and facts.
+type HostInspector interface {
+	// Host returns the daemon's identity (introspection UUID, or the
+	// configured override with IDSource "override"), version, default
+	// snapshotter and platform.
+	Host(ctx context.Context) (Host, error)
+}
+
+// ImageResolver resolves image references through the content store.
+type ImageResolver interface {
+	// ResolveImage resolves a normalized image reference for the host
+	// platform (platforms.OnlyStrict), as resume.Facts.ResolveImage does. An
+	// unknown name or absent content is an error wrapping
+	// errdefs.ErrNotFound.
+	ResolveImage(ctx context.Context, ref string) (Base, error)
+}
+
+// TaskController pauses, resumes and stops a container's task.
+type TaskController interface {
+	// PauseTask freezes the container's task. A task already paused is not
+	// an error.
+	PauseTask(ctx context.Context, id string) error
+	// ResumeTask thaws a paused task. A task already running is not an
+	// error.
+	ResumeTask(ctx context.Context, id string) error
+	// StopTask ends the task: kill (SIGKILL), resume it if paused, wait for
+	// its exit, delete it. A container without a task is not an error.
+	StopTask(ctx context.Context, id string) error
+}
+
+// Differ captures a container's filesystem changes.
+type Differ interface {
+	// CreateDiff diffs the container's snapshot against its parent with the
+	// diff service (rootfs.CreateDiff, media type
+	// ocispec.MediaTypeImageLayerZstd; never Commit of the live key), under
+	// the lease (which must exist: an unleased diff is collected), and
+	// returns the stored blob's descriptor with its diffID and uncompressed
+	// size in bytes, both read back from the stored blob.
+	CreateDiff(ctx context.Context, lease string, c Container) (Diff, error)
+}
+
+// BlobWriter writes blobs to the content store.
+type BlobWriter interface {
+	// WriteBlob stores data (media type mediaType) in the content store
+	// under the lease and returns its descriptor. ref names the ingest.
+	// Writing a blob that exists already is not an error; it is added to
+	// the lease.
+	WriteBlob(ctx context.Context, lease, ref, mediaType string, data []byte) (ocispec.Descriptor, error)
+}
+
+// LeaseHolder creates leases and makes them hold content.
+type LeaseHolder interface {
+	// CreateLease creates a lease with no expiry. An existing id is an
+	// error wrapping errdefs.ErrAlreadyExists.
+	CreateLease(ctx context.Context, id string, labels map[string]string) error
+	// Lease returns the lease, or an error wrapping errdefs.ErrNotFound.
+	Lease(ctx context.Context, id string) (Lease, error)
+	// HoldBase adds the base image's content to the lease: the index (when
+	// IndexDigest is set), the platform manifest, its config and every
+	// layer, so the base survives the image's deletion and GC.
+	HoldBase(ctx context.Context, lease string, base Base) error
+}
+
+// ContainerLabeler sets container labels.
+type ContainerLabeler interface {
+	// SetContainerLabels sets the given labels on the container, leaving
+	// its other labels unchanged.
+	SetContainerLabels(ctx context.Context, id string, labels map[string]string) error
+}
+
+// Capturer is the seam suspend talks to containerd through (DESIGN
+// "Layout"): runtime/containerd implements it against a daemon and
+// snapshot/fake in memory; snapshot/capturertest is the conformance suite
+// both run. Errors wrap the github.com/containerd/errdefs classes.
+type Capturer interface {
+	ContainerInspector
+	HostInspector
+	ImageResolver
+	TaskController
+	Differ
+	BlobWriter
+	LeaseHolder
+	ContainerLabeler
+}

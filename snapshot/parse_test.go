@@ -1,0 +1,166 @@
+package snapshot
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+)
+
+func TestValidRunID(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"demo-1", true}, {"a", true}, {"a.b_c-d", true}, {"0", true},
+		{strings.Repeat("a", 63), true}, {strings.Repeat("a", 64), false},
+		{"", false}, {"Demo", false}, {"-a", false}, {"a-", false}, {"a--b", false},
+		{"a/b", false}, {"a b", false}, {"é", false},
+	} {
+		if got := ValidRunID(tc.in); got != tc.want {
+			t.Errorf("ValidRunID(%q) = %t, want %t", tc.in, got, tc.want)
+		}
+	}
+	if r, ok := DefaultRunID("MyBox-1"); !ok || r != "mybox-1" {
+		t.Errorf("DefaultRunID(MyBox-1) = %q, %t", r, ok)
+	}
+	if _, ok := DefaultRunID("my_box__1"); ok {
+		t.Error("DefaultRunID accepted my_box__1")
+	}
+}
+
+// editRef applies old→new replacements to the hand-written minimal ref,
+// re-signs it and returns the file bytes.
+func editRef(t *testing.T, base string, pairs ...string) []byte {
+	t.Helper()
+	canonical := string(readTestdata(t, base+".ref.jcs"))
+	for i := 0; i < len(pairs); i += 2 {
+		if !strings.Contains(canonical, pairs[i]) {
+			t.Fatalf("%q not in %s.ref.jcs", pairs[i], base)
+		}
+		canonical = strings.Replace(canonical, pairs[i], pairs[i+1], 1)
+	}
+	priv, err := envmanifest.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sign needs JCS bytes: the edits keep key order, so re-canonicalizing
+	// through ParseSigned only normalizes.
+	doc, err := envmanifest.ParseSigned([]byte(`{"ref":`+canonical+`,"signatures":[]}`), "ref")
+	if err != nil {
+		t.Fatalf("edited ref does not parse: %v", err)
+	}
+	file, err := envmanifest.Sign("ref", doc.Canonical, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func TestOpenRefRefusals(t *testing.T) {
+	trust := testKey(t)
+	type want struct {
+		pointer string
+		class   envmanifest.Class
+	}
+	for _, tc := range []struct {
+		name  string
+		edits []string
+		want  []want
+	}{
+		{"unknown member", []string{`"run":`, `"extra":1,"run":`}, []want{{"/ref/extra", envmanifest.ClassUnknownProperty}}},
+		{"unknown in host", []string{`"snapshotter":"overlayfs"`, `"snapshotter":"overlayfs","uuid":"x"`}, []want{{"/ref/host/uuid", envmanifest.ClassUnknownProperty}}},
+		{"missing created", []string{`"created":"2026-11-30T17:00:00Z",`, ``}, []want{{"/ref/created", envmanifest.ClassMissing}}},
+		{"missing diffID", []string{`"diffID":"sha256:6f6024f2f68d5fff849a9cc63df69dddf36b87983ef3dec70de7d4bbfbc5b245",`, ``}, []want{{"/ref/rootfsDiff/diffID", envmanifest.ClassMissing}}},
+		{"newer schema alone", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/2"`, `"run":`, `"extra":1,"run":`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
+		{"other schema", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/x"`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
+		{"run grammar", []string{`"r.1_x-2"`, `"R1"`}, []want{{"/ref/run", envmanifest.ClassInvalidValue}}},
+		{"run too long", []string{`"r.1_x-2"`, `"` + strings.Repeat("r", 64) + `"`}, []want{{"/ref/run", envmanifest.ClassInvalidValue}}},
+		{"upper-case digest", []string{`sha256:b79606fb`, `sha256:B79606fb`}, []want{{"/ref/base/configDigest", envmanifest.ClassInvalidValue}}},
+		{"short digest", []string{`sha256:05b3abf2579a5eb66403cd78be557fd860633a1fe2103c7642030defe32c657f`, `sha256:05b3`}, []want{{"/ref/base/manifestDigest", envmanifest.ClassInvalidValue}}},
+		{"platform", []string{`"platform":"linux/amd64"}`, `"platform":"linux"}`}, []want{{"/ref/base/platform", envmanifest.ClassInvalidValue}}},
+		{"created", []string{`2026-11-30T17:00:00Z`, `2026-11-30 17:00`}, []want{{"/ref/created", envmanifest.ClassInvalidValue}}},
+		{"negative size", []string{`"size":0`, `"size":-1`}, []want{{"/ref/rootfsDiff/size", envmanifest.ClassInvalidValue}}},
+		{"fractional size", []string{`"uncompressedSize":1024`, `"uncompressedSize":10.5`}, []want{{"/ref/rootfsDiff/uncompressedSize", envmanifest.ClassInvalidValue}}},
+		{"string size", []string{`"size":0`, `"size":"0"`}, []want{{"/ref/rootfsDiff/size", envmanifest.ClassInvalidValue}}},
+		{"media type", []string{`tar+gzip`, `tar+bzip2`}, []want{{"/ref/rootfsDiff/mediaType", envmanifest.ClassInvalidValue}}},
+		{"policy unsorted", []string{`"policy":[]`, `"policy":["B","A"]`}, []want{{"/ref/policy/1", envmanifest.ClassInvalidValue}}},
+		{"policy not names", []string{`"policy":[]`, `"policy":["A=B"]`}, []want{{"/ref/policy/0", envmanifest.ClassInvalidValue}}},
+		{"pinned type", []string{`"pinned":false`, `"pinned":"false"`}, []want{{"/ref/pinned", envmanifest.ClassInvalidValue}}},
+		{"idSource", []string{`"idSource":"override"`, `"idSource":"guess"`}, []want{{"/ref/host/idSource", envmanifest.ClassInvalidValue}}},
+		{"base name not normalized", []string{`"name":"docker.io/library/busybox:1"`, `"name":"busybox:1"`}, []want{{"/ref/base/name", envmanifest.ClassInvalidValue}}},
+		{"lockfile", []string{`"manifest":`, `"lockfile":"md5:00","manifest":`}, []want{{"/ref/lockfile", envmanifest.ClassInvalidValue}}},
+		{"two problems sorted", []string{`"keptRunning":false`, `"keptRunning":0`, `"run":"r.1_x-2"`, `"run":"R"`}, []want{{"/ref/keptRunning", envmanifest.ClassInvalidValue}, {"/ref/run", envmanifest.ClassInvalidValue}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := OpenRef(editRef(t, "minimal", tc.edits...), trust)
+			var re *envmanifest.RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want *envmanifest.RefusedError", err)
+			}
+			if len(re.Refusals) != len(tc.want) {
+				t.Fatalf("refusals = %v, want %v", re.Refusals, tc.want)
+			}
+			for i, w := range tc.want {
+				if re.Refusals[i].Pointer != w.pointer || re.Refusals[i].Class != w.class {
+					t.Errorf("refusal %d = %v, want %s %s", i, re.Refusals[i], w.pointer, w.class)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenRefTampered(t *testing.T) {
+	trust := testKey(t)
+	for _, tc := range []struct {
+		name  string
+		edits []string
+	}{
+		{"pinned flipped", []string{`"pinned":false`, `"pinned":true`}},
+		{"core edited", []string{`"image":"docker.io/library/busybox:1"`, `"image":"docker.io/library/busybox:2"`}},
+		{"manifest edited", []string{`blake3:e4239c1d`, `blake3:f4239c1d`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := OpenRef(editRef(t, "minimal", tc.edits...), trust)
+			if !errors.Is(err, ErrTampered) {
+				t.Fatalf("err = %v, want ErrTampered", err)
+			}
+		})
+	}
+}
+
+func TestOpenRefOrder(t *testing.T) {
+	file := readTestdata(t, "minimal.ref.json")
+	// Check 1 before check 2: a file that does not parse is refused even
+	// with an empty key ring.
+	if _, err := OpenRef([]byte(`{"ref":{},"signatures":[],"x":1}`), envmanifest.NewKeyRing()); !isRefused(err) {
+		t.Fatalf("unparsable: err = %v", err)
+	}
+	// Check 2 before check 3: an untrusted signer is refused before the
+	// schema is looked at.
+	other, _, _ := ed25519.GenerateKey(nil)
+	if _, err := OpenRef(file, envmanifest.NewKeyRing(other)); !errors.Is(err, envmanifest.ErrSignature) {
+		t.Fatalf("untrusted: err = %v", err)
+	}
+	// A byte of the signed document changed without re-signing.
+	edited := bytes.Replace(file, []byte(`"run": "r.1_x-2"`), []byte(`"run": "r.1_x-3"`), 1)
+	if bytes.Equal(edited, file) {
+		t.Fatal("edit did not apply")
+	}
+	if _, err := OpenRef(edited, testKey(t)); !errors.Is(err, envmanifest.ErrSignature) {
+		t.Fatalf("edited: err = %v", err)
+	}
+	// A bad schema under a valid signature is check 3 (refused), not 6.
+	if _, err := OpenRef(editRef(t, "minimal", `"run":"r.1_x-2"`, `"run":"R"`), testKey(t)); !isRefused(err) {
+		t.Fatalf("schema: err = %v", err)
+	}
+}
+
+func isRefused(err error) bool {
+	var re *envmanifest.RefusedError
+	return errors.As(err, &re)
+}
