@@ -294,3 +294,16 @@ func encodeSigned(member string, inner []byte, sigs []Signature) ([]byte, error)
 func (d *SignedDocument) Encode() ([]byte, error) {
 	return encodeSigned(d.Member, d.Canonical, d.Signatures)
 }
+
+// SignManifestFile ingests the devcontainer.json at path with IngestFile
+// and returns the signed manifest file over its canonical core (member
+// "manifest"), signed by keys in order (see Sign). Ingestion errors are
+// returned as IngestFile returns them (*RefusedError for a refused
+// document).
+func SignManifestFile(path string, opts Options, keys ...ed25519.PrivateKey) ([]byte, error) {
+	m, err := IngestFile(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return Sign(SignedMemberManifest, m.Canonical, keys...)
+}

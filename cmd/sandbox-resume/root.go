@@ -59,7 +59,10 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 	pf.StringVar(&g.output, "output", outputText, "output format: text or json")
 
 	root.AddCommand(
-	// one constructor per subcommand, one file each
+		// one constructor per subcommand, one file each
+		newKeygenCmd(g),
+		newSignCmd(g),
+		newVerifyCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+)
+
+// newKeygenCmd is `keygen --out PREFIX [--force]` (DESIGN "CLI contract"):
+// writes PREFIX.key (PKCS#8 PEM, 0600) and PREFIX.pub (PKIX PEM); refuses to
+// overwrite either without --force (exit 2).
+func newKeygenCmd(g *globalOptions) *cobra.Command {
+	var out string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "keygen --out PREFIX [--force]",
+		Short: "Generate an Ed25519 signing key pair: PREFIX.key (PKCS#8 PEM, 0600) and PREFIX.pub (PKIX PEM)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usageErrorf("keygen: --out PREFIX is required")
+			}
+			pubPath, keyPath, err := envmanifest.WriteKeyPair(out, force)
+			if err != nil {
+				return err
+			}
+			pub, err := envmanifest.LoadPublicKey(pubPath)
+			if err != nil {
+				return err
+			}
+			keyid := envmanifest.KeyID(pub)
+			if g.output == outputJSON {
+				writeJSON(cmd.OutOrStdout(), map[string]string{"key": keyPath, "pub": pubPath, "keyid": keyid})
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n%s\n", keyPath, pubPath, keyid)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "output prefix: writes PREFIX.key and PREFIX.pub")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing PREFIX.key / PREFIX.pub")
+	return cmd
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/resume"
+)
+
+// verifyOutput is the `verify --output json` object.
+type verifyOutput struct {
+	Address     string   `json:"address"`
+	Pinned      bool     `json:"pinned"`
+	ImagePinned bool     `json:"imagePinned"`
+	KeyIDs      []string `json:"keyids"`
+}
+
+// newVerifyCmd is `verify --trust PUB|DIR FILE` (DESIGN "CLI contract",
+// "Signed documents"): checks a signed manifest in the order of resume's
+// checks 1–3 (exit 2 / 6 / 2) and prints the address derived from its core.
+func newVerifyCmd(g *globalOptions) *cobra.Command {
+	var trustPath string
+	cmd := &cobra.Command{
+		Use:   "verify --trust PUB|DIR FILE",
+		Short: "Verify a signed manifest and print the address derived from its core",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if trustPath == "" {
+				return usageErrorf("verify: --trust PUB|DIR is required")
+			}
+			trust, err := envmanifest.LoadTrust(trustPath)
+			if err != nil {
+				return &exitError{code: resume.ExitRefused, class: "refused", err: err}
+			}
+			vm, err := envmanifest.VerifySignedManifestFile(args[0], trust)
+			if err != nil {
+				return err
+			}
+			if g.output == outputJSON {
+				writeJSON(cmd.OutOrStdout(), verifyOutput{Address: vm.Address, Pinned: vm.Pinned, ImagePinned: vm.ImagePinned, KeyIDs: vm.KeyIDs})
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), vm.Address)
+			label := "pinned"
+			if !vm.Pinned {
+				label = "unpinned"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "verified: %s manifest, signed by %v\n", label, vm.KeyIDs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&trustPath, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys")
+	return cmd
+}
