@@ -2,6 +2,7 @@ package resume
 
 import (
 	"errors"
+	"io/fs"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
@@ -61,6 +62,9 @@ func Classify(err error) (code int, class string, ok bool) {
 		return ExitUntrusted, "untrusted", true
 	case errors.Is(err, envmanifest.ErrKeyExists):
 		return ExitRefused, "refused", true
+	case errors.Is(err, fs.ErrNotExist):
+		// a config (or other input) file that does not exist is refused input
+		return ExitRefused, string(ClassBadInput), true
 	}
 	return ExitInternal, "internal", false
 }

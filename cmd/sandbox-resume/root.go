@@ -61,6 +61,7 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 	root.AddCommand(
 		// one constructor per subcommand, one file each
 		newKeygenCmd(g),
+		newManifestCmd(g),
 		newSignCmd(g),
 		newVerifyCmd(g),
 	)
