@@ -17,7 +17,7 @@ func newKeygenCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keygen --out PREFIX [--force]",
 		Short: "Generate an Ed25519 signing key pair: PREFIX.key (PKCS#8 PEM, 0600) and PREFIX.pub (PKIX PEM)",
-		Args:  cobra.NoArgs,
+		Args:  sigArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return usageErrorf("keygen: --out PREFIX is required")
@@ -42,4 +42,14 @@ func newKeygenCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "output prefix: writes PREFIX.key and PREFIX.pub")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing PREFIX.key / PREFIX.pub")
 	return cmd
+}
+
+// sigArgs turns a cobra positional-argument error into a usage error (64).
+func sigArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageErrorf("%s: %v", cmd.Name(), err)
+		}
+		return nil
+	}
 }

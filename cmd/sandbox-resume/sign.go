@@ -14,7 +14,7 @@ func newSignCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sign --key K [--lockfile F] [--policy P] PATH",
 		Short: "Ingest a devcontainer.json and print its signed manifest",
-		Args:  cobra.ExactArgs(1),
+		Args:  sigArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if keyPath == "" {
 				return usageErrorf("sign: --key K is required")

@@ -25,7 +25,7 @@ func newVerifyCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify --trust PUB|DIR FILE",
 		Short: "Verify a signed manifest and print the address derived from its core",
-		Args:  cobra.ExactArgs(1),
+		Args:  sigArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if trustPath == "" {
 				return usageErrorf("verify: --trust PUB|DIR is required")

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+)
+
+// sigRun runs the CLI in process and returns its exit code, stdout and stderr.
+func sigRun(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestKeygenCmd(t *testing.T) {
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "signer")
+	code, out, stderr := sigRun(t, "keygen", "--out", prefix)
+	if code != 0 {
+		t.Fatalf("keygen: exit %d: %s", code, stderr)
+	}
+	priv, err := envmanifest.LoadPrivateKey(prefix + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := envmanifest.LoadPublicKey(prefix + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pub.Equal(priv.Public()) {
+		t.Fatal("pub is not the key's public half")
+	}
+	if !strings.Contains(out, envmanifest.KeyID(pub)) {
+		t.Fatalf("keygen output lacks the keyid:\n%s", out)
+	}
+	if fi, _ := os.Stat(prefix + ".key"); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key mode %v", fi.Mode().Perm())
+	}
+	before, _ := os.ReadFile(prefix + ".key")
+
+	// Refuses to overwrite: exit 2, class "refused", key unchanged.
+	code, out, _ = sigRun(t, "--output", "json", "keygen", "--out", prefix)
+	if code != 2 {
+		t.Fatalf("keygen over existing files: exit %d, want 2", code)
+	}
+	var je struct {
+		Error struct{ Class, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &je); err != nil || je.Error.Class != "refused" || !strings.Contains(je.Error.Message, prefix+".key") {
+		t.Fatalf("error output %q (%v)", out, err)
+	}
+	if after, _ := os.ReadFile(prefix + ".key"); !bytes.Equal(before, after) {
+		t.Fatal("refused keygen changed the key")
+	}
+
+	// --force overwrites; --output json gives the paths and keyid.
+	code, out, stderr = sigRun(t, "--output", "json", "keygen", "--out", prefix, "--force")
+	if code != 0 {
+		t.Fatalf("keygen --force: exit %d: %s", code, stderr)
+	}
+	var res struct{ Key, Pub, KeyID string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	pub2, err := envmanifest.LoadPublicKey(res.Pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.KeyID != envmanifest.KeyID(pub2) || res.Key != prefix+".key" || pub2.Equal(pub) {
+		t.Fatalf("keygen --force result %+v", res)
+	}
+
+	// Usage errors: 64.
+	if code, _, _ := sigRun(t, "keygen"); code != 64 {
+		t.Fatalf("keygen without --out: exit %d, want 64", code)
+	}
+	if code, _, _ := sigRun(t, "keygen", "--out", prefix, "extra"); code != 64 {
+		t.Fatalf("keygen with an argument: exit %d, want 64", code)
+	}
+}
