@@ -1,0 +1,324 @@
+// Package schemas generates the JSON Schemas (Draft 2020-12) of the
+// documents sandbox-resume reads and writes, so the sandbox runtime, custom
+// runtimes and CI jobs can validate them with stock tooling (issue 9; the
+// pattern of seed 003, "Sandbox environment variable contract").
+//
+// The schemas are generated from the Go types (envmanifest.Core,
+// envmanifest.Signature, snapshot.Ref, resume.Verdict) and from the tables
+// in the code (envmanifest.Properties, envmanifest.DefaultReservedEnv,
+// resume.CheckNames, resume.ExitCodes, the refusal and verdict classes):
+// never hand-written. Each schema is self-contained (every definition it
+// uses is in its own $defs; no cross-file $ref) and its bytes are
+// deterministic: keys sorted, 2-space indentation, a final newline. The
+// committed copies in this directory are byte-compared with Generate by
+// TestSchemasGolden; `go test ./schemas -run TestSchemasGolden -update`
+// rewrites them.
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// Dialect is the $schema of every generated schema: JSON Schema Draft
+// 2020-12.
+const Dialect = "https://json-schema.org/draft/2020-12/schema"
+
+// IDBase prefixes the $id of every generated schema. The $id names the
+// schema; it is not a fetch location (the repository serves the committed
+// files at each tag).
+const IDBase = "https://github.com/sandbox-resume/sandbox-resume/schemas/v1/"
+
+// The generated file names, one per document.
+const (
+	FileDevcontainer   = "devcontainer.schema.json"    // the accepted devcontainer.json subset
+	FileManifestCore   = "manifest-core.schema.json"   // a manifest core (sandbox.env-manifest/1)
+	FileSignedManifest = "signed-manifest.schema.json" // {"manifest": core, "signatures": [...]}
+	FileSnapshotRef    = "snapshot-ref.schema.json"    // the SnapshotRef file {"ref": …, "signatures": [...]}
+	FileVerdict        = "verdict.schema.json"         // the resume verdict (--output json)
+)
+
+// File is one generated schema: its file name and its exact bytes.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Generate builds every schema from the Go types and tables, in file-name
+// order. The bytes are deterministic. It fails only when a table holds
+// something the generator has no rule for (a property class it does not
+// know, an identity property without an input shape).
+func Generate() ([]File, error) {
+	return generate(envmanifest.Properties(), envmanifest.DefaultReservedEnv())
+}
+
+func generate(props []envmanifest.PropertyInfo, reserved []envmanifest.ReservedEnv) ([]File, error) {
+	dev, err := devcontainerSchema(props, reserved)
+	if err != nil {
+		return nil, err
+	}
+	docs := []struct {
+		name string
+		s    map[string]any
+	}{
+		{FileDevcontainer, dev},
+		{FileManifestCore, manifestCoreSchema()},
+		{FileSignedManifest, signedManifestSchema()},
+		{FileSnapshotRef, snapshotRefSchema()},
+		{FileVerdict, verdictSchema()},
+	}
+	var out []File
+	for _, d := range docs {
+		data, err := Marshal(d.s)
+		if err != nil {
+			return nil, fmt.Errorf("schemas: %s: %w", d.name, err)
+		}
+		out = append(out, File{Name: d.name, Data: data})
+	}
+	return out, nil
+}
+
+// Marshal encodes a schema object deterministically: object keys sorted
+// (encoding/json sorts map keys), 2-space indentation, no HTML escaping,
+// and a final newline.
+func Marshal(s map[string]any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// root wraps a schema body as a self-contained document.
+func root(file, title, description string, body map[string]any, defs map[string]any) map[string]any {
+	s := with(body, map[string]any{
+		"$schema":     Dialect,
+		"$id":         IDBase + file,
+		"title":       title,
+		"description": description,
+	})
+	if len(defs) > 0 {
+		s["$defs"] = defs
+	}
+	return s
+}
+
+// digestPattern matches the digests go-digest validates (sha256, sha384,
+// sha512; lowercase hex of the algorithm's size), per OCI image-spec
+// "Digests".
+func digestPattern() string {
+	var alts []string
+	for _, a := range []digest.Algorithm{digest.SHA256, digest.SHA384, digest.SHA512} {
+		alts = append(alts, fmt.Sprintf("%s:[0-9a-f]{%d}", a, a.Size()*2))
+	}
+	return "(?:" + strings.Join(alts, "|") + ")"
+}
+
+// imagePattern matches an image reference as distribution/reference's
+// grammar writes it (name, optional tag, optional digest), with the digest
+// restricted to what go-digest validates. Built from the library's exported
+// expressions, which use only syntax ECMAScript regular expressions share.
+func imagePattern() string {
+	return "^" + reference.NameRegexp.String() +
+		"(?::" + reference.TagRegexp.String() + ")?" +
+		"(?:@" + digestPattern() + ")?$"
+}
+
+const sha256Pattern = "^sha256:[0-9a-f]{64}$"
+
+// maxSafeInteger is 2^53−1 (RFC 7493 §2.2), the largest size a ref records.
+const maxSafeInteger = 1<<53 - 1
+
+// coreReflector knows the manifest core's constraints (DESIGN
+// "Normalization → manifest core", "Precise rules").
+func coreReflector() *reflector {
+	r := newReflector()
+	r.types[reflect.TypeFor[digest.Digest]()] = func() map[string]any {
+		return map[string]any{"$ref": "#/$defs/digest"}
+	}
+	r.defs["digest"] = map[string]any{
+		"description": "an OCI content digest (image-spec \"Digests\") as go-digest validates it",
+		"type":        "string",
+		"pattern":     "^" + digestPattern() + "$",
+	}
+	r.descrip["Core"] = "the manifest core (" + envmanifest.CoreSchema + "): absent members are omitted, never null or empty; canonical bytes are its RFC 8785 JCS form"
+	r.fields["Core.schema"] = set(map[string]any{"const": envmanifest.CoreSchema})
+	r.fields["Core.image"] = set(map[string]any{"pattern": imagePattern(), "description": "fully qualified normalized image reference (distribution/reference)"})
+	r.fields["Core.features"] = set(map[string]any{"minItems": 1, "description": "features sorted by id (UTF-8 byte order)"})
+	r.fields["Core.containerEnv"] = set(map[string]any{
+		"minProperties": 1,
+		"propertyNames": map[string]any{"pattern": "^[^=]+$"},
+	})
+	r.fields["Core.mounts"] = set(map[string]any{"minItems": 1, "description": "mounts sorted by target (UTF-8 byte order)"})
+	r.fields["Core.remoteUser"] = set(map[string]any{"minLength": 1})
+	r.descrip["Feature"] = "one feature: its normalized identifier (OCI reference, https tarball or ./ path) and its options"
+	r.fields["Feature.id"] = set(map[string]any{"minLength": 1})
+	r.fields["Feature.options"] = replace(map[string]any{"type": "object", "description": "the feature's options, {} when none"})
+	r.descrip["Mount"] = "one normalized mount; source is omitted when not declared"
+	r.fields["Mount.kind"] = set(map[string]any{"enum": []any{"bind", "volume", "tmpfs"}})
+	r.fields["Mount.target"] = set(map[string]any{"minLength": 1})
+	r.fields["Mount.source"] = set(map[string]any{"minLength": 1})
+	r.descrip["Signature"] = "one signature entry: the key id and the Ed25519 signature (RFC 8032) over the JCS bytes of the inner document"
+	r.fields["Signature.keyid"] = set(map[string]any{"pattern": "^ed25519:[0-9a-f]{64}$", "description": "ed25519: + lowercase hex SHA-256 of the public key's PKIX DER"})
+	// 64 bytes in RFC 4648 standard base64 with padding, decoded strictly:
+	// 85 free characters, then one whose low 4 bits are zero, then "==".
+	r.fields["Signature.sig"] = set(map[string]any{"pattern": "^[A-Za-z0-9+/]{85}[AQgw]==$", "description": "the 64-byte signature in RFC 4648 standard base64 with padding"})
+	return r
+}
+
+func manifestCoreSchema() map[string]any {
+	r := coreReflector()
+	ref := r.schemaFor(reflect.TypeFor[envmanifest.Core]())
+	return root(FileManifestCore, "sandbox-resume manifest core",
+		"The normalized environment manifest core "+envmanifest.CoreSchema+" (DESIGN \"Normalization → manifest core\"). Sorting, pinned-ness and the address are not expressed here.",
+		ref, r.defs)
+}
+
+// signedManifest is the wire shape of a signed manifest file (DESIGN
+// "Signed documents").
+type signedManifest struct {
+	Manifest   envmanifest.Core        `json:"manifest"`
+	Signatures []envmanifest.Signature `json:"signatures"`
+}
+
+// signedRef is the wire shape of a SnapshotRef file.
+type signedRef struct {
+	Ref        snapshot.Ref            `json:"ref"`
+	Signatures []envmanifest.Signature `json:"signatures"`
+}
+
+func signatures() fieldOverlay {
+	return set(map[string]any{"minItems": 1, "description": "at least one entry names a trusted key; every entry naming a trusted key must verify"})
+}
+
+func signedManifestSchema() map[string]any {
+	r := coreReflector()
+	r.fields["signedManifest.signatures"] = signatures()
+	body := r.structSchema(reflect.TypeFor[signedManifest](), "signedManifest")
+	return root(FileSignedManifest, "sandbox-resume signed manifest",
+		"A signed manifest file (DESIGN \"Signed documents\"): the manifest core under \"manifest\" and its signatures over the core's JCS bytes as parsed.",
+		body, r.defs)
+}
+
+func snapshotRefSchema() map[string]any {
+	r := coreReflector()
+	r.fields["signedRef.signatures"] = signatures()
+	r.descrip["Ref"] = "the SnapshotRef (" + snapshot.RefSchema + "): the signed record of a suspended run; a new member means a new schema string"
+	r.fields["Ref.schema"] = set(map[string]any{"const": snapshot.RefSchema})
+	r.fields["Ref.run"] = set(map[string]any{"pattern": "^[a-z0-9]+(?:[._-][a-z0-9]+)*$", "maxLength": snapshot.MaxRunIDLen})
+	r.fields["Ref.manifest"] = set(map[string]any{"pattern": "^" + envmanifest.AddressPrefix + "[0-9a-f]{64}$", "description": "the address of core: blake3: + 64 lowercase hex"})
+	r.fields["Ref.pinned"] = set(map[string]any{"description": "IsPinned(core)"})
+	r.fields["Ref.policy"] = set(map[string]any{
+		"items":       map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+		"uniqueItems": true,
+		"description": "the effective reserved environment names ingestion applied, sorted; [] when none",
+	})
+	r.fields["Ref.lockfile"] = set(map[string]any{"pattern": sha256Pattern, "description": "sha256 of the lockfile bytes used; absent when none"})
+	r.fields["Ref.created"] = set(map[string]any{"format": "date-time", "description": "RFC 3339, UTC"})
+	r.descrip["Host"] = "the containerd daemon the run was suspended on"
+	r.fields["Host.idSource"] = set(map[string]any{"enum": []any{snapshot.IDSourceIntrospection, snapshot.IDSourceOverride}})
+	r.fields["Host.id"] = set(map[string]any{"minLength": 1})
+	platform := map[string]any{"pattern": "^[^/]+/[^/]+(?:/[^/]+)?$", "description": "os/arch[/variant], normalized"}
+	r.fields["Host.platform"] = set(platform)
+	r.descrip["Base"] = "what the image reference resolved to through the content store for one platform"
+	r.fields["Base.name"] = set(map[string]any{"pattern": imagePattern()})
+	r.fields["Base.platform"] = set(platform)
+	r.descrip["Diff"] = "the rootfs diff layer: the compressed blob and the uncompressed tar"
+	size := map[string]any{"minimum": 0, "maximum": maxSafeInteger, "description": "bytes"}
+	r.fields["Diff.size"] = set(size)
+	r.fields["Diff.uncompressedSize"] = set(size)
+	r.fields["Diff.mediaType"] = set(map[string]any{"minLength": 1})
+	body := r.structSchema(reflect.TypeFor[signedRef](), "signedRef")
+	return root(FileSnapshotRef, "sandbox-resume SnapshotRef file",
+		"A SnapshotRef file (DESIGN \"SnapshotRef\", \"Signed documents\"): the ref under \"ref\" and its signatures over the ref's JCS bytes as parsed. The inner document alone is #/$defs/Ref. That manifest is the address of core and pinned is IsPinned(core) is checked by resume (check 4), not here.",
+		body, r.defs)
+}
+
+// refusalClasses lists every envmanifest.Class (DESIGN "Precise rules").
+var refusalClasses = []envmanifest.Class{
+	envmanifest.ClassSyntax, envmanifest.ClassEncoding, envmanifest.ClassLimit,
+	envmanifest.ClassNumber, envmanifest.ClassDuplicateKey, envmanifest.ClassExecutesOrWidens,
+	envmanifest.ClassChangesWhatRuns, envmanifest.ClassUnknownProperty, envmanifest.ClassInvalidValue,
+	envmanifest.ClassMissing, envmanifest.ClassConflict, envmanifest.ClassLockfile,
+	envmanifest.ClassReservedEnv,
+}
+
+// verdictClasses lists every resume.Class (DESIGN "Resume decision").
+var verdictClasses = []resume.Class{
+	resume.ClassBadInput, resume.ClassUntrusted, resume.ClassTampered,
+	resume.ClassManifestMismatch, resume.ClassUnpinnedCrossHost, resume.ClassImageUnresolved,
+	resume.ClassImageDrifted, resume.ClassSnapshotMissing, resume.ClassClaimConflict,
+	resume.ClassInternal,
+}
+
+func verdictSchema() map[string]any {
+	r := coreReflector()
+	r.descrip["Verdict"] = "the resume verdict: checks run in order; the first failure decides class and exitCode"
+	classEnum := []any{nil}
+	for _, c := range verdictClasses {
+		classEnum = append(classEnum, string(c))
+	}
+	r.fields["Verdict.class"] = replace(map[string]any{"enum": classEnum, "description": "null when accepted"})
+	var codes []any
+	for _, e := range resume.ExitCodes {
+		codes = append(codes, e.Code)
+	}
+	r.fields["Verdict.exitCode"] = set(map[string]any{"enum": codes})
+	var prefix []any
+	for _, name := range resume.CheckNames {
+		prefix = append(prefix, map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"const": name}}})
+	}
+	r.fields["Verdict.checks"] = fieldOverlay{apply: func(b map[string]any) map[string]any {
+		items := b["items"]
+		return map[string]any{
+			"type":        "array",
+			"prefixItems": prefix,
+			"items":       false,
+			"minItems":    len(prefix),
+			"allOf":       []any{map[string]any{"items": items}},
+			"description": "every check, in the order they run",
+		}
+	}}
+	r.fields["Verdict.refusals"] = set(map[string]any{"description": "the ingestion refusals of check offered-ingest, sorted by pointer"})
+	r.fields["Verdict.container"] = fieldOverlay{optional: true}
+	r.fields["Verdict.notApplied"] = fieldOverlay{optional: true}
+	r.fields["CheckResult.result"] = set(map[string]any{"enum": []any{resume.ResultPass, resume.ResultFail, resume.ResultSkipped}})
+	var rc []any
+	for _, c := range refusalClasses {
+		rc = append(rc, string(c))
+	}
+	r.fields["Refusal.class"] = set(map[string]any{"enum": rc})
+	r.fields["Refusal.pointer"] = set(map[string]any{"description": "RFC 6901 JSON Pointer into the input; \"\" is the whole document"})
+	r.descrip["DriftEntry"] = "one member that differs between the recorded and the offered core; an absent side is omitted"
+
+	ref := r.schemaFor(reflect.TypeFor[resume.Verdict]())
+	// Class ↔ exit code, from resume.Class.ExitCode (the one table).
+	rules := []any{map[string]any{
+		"if":   map[string]any{"type": "object", "properties": map[string]any{"accepted": map[string]any{"const": true}}, "required": []any{"accepted"}},
+		"then": map[string]any{"type": "object", "properties": map[string]any{"class": map[string]any{"const": nil}, "exitCode": map[string]any{"const": resume.ExitOK}}},
+		"else": map[string]any{"type": "object", "properties": map[string]any{"class": map[string]any{"type": "string"}}},
+	}}
+	for _, c := range verdictClasses {
+		rules = append(rules, map[string]any{
+			"if":   map[string]any{"type": "object", "properties": map[string]any{"class": map[string]any{"const": string(c)}}, "required": []any{"class"}},
+			"then": map[string]any{"type": "object", "properties": map[string]any{"exitCode": map[string]any{"const": c.ExitCode()}}},
+		})
+	}
+	body := with(ref, map[string]any{"allOf": rules})
+	return root(FileVerdict, "sandbox-resume resume verdict",
+		"The resume verdict printed by `resume --output json` (DESIGN \"Resume decision\"): exactly one object.",
+		body, r.defs)
+}
