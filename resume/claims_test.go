@@ -1,0 +1,84 @@
+package resume_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/resume"
+)
+
+func TestProcessAlive(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	pid := os.Getpid()
+	start, err := resume.ProcessStartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := resume.BootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resume.ProcessAlive(pid, start, boot) {
+		t.Errorf("this process (pid %d start %s boot %s) is not alive", pid, start, boot)
+	}
+	for _, tt := range []struct {
+		name        string
+		pid         int
+		start, boot string
+	}{
+		{"another start time", pid, start + "1", boot},
+		{"another boot", pid, start, "00000000-0000-0000-0000-000000000000"},
+		{"no pid", 0, start, boot},
+		{"no start time", pid, "", boot},
+		{"pid gone", 1 << 30, start, boot},
+	} {
+		if resume.ProcessAlive(tt.pid, tt.start, tt.boot) {
+			t.Errorf("%s: alive", tt.name)
+		}
+	}
+}
+
+func TestProcessStartTimeParsesCommandNames(t *testing.T) {
+	dir := t.TempDir()
+	old := resume.ProcDir
+	resume.ProcDir = dir
+	t.Cleanup(func() { resume.ProcDir = old })
+	// A command name with spaces and parentheses (proc(5): field 2).
+	stat := "77 (a b) c)) S 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10"
+	if err := os.MkdirAll(filepath.Join(dir, "77"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "77", "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := resume.ProcessStartTime(77)
+	if err != nil || got != "987654" {
+		t.Errorf("start time %q, %v; want 987654", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "77", "stat"), []byte("77 (x) S 1 2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resume.ProcessStartTime(77); err == nil {
+		t.Error("short stat accepted")
+	}
+}
+
+func TestClaimFromLabels(t *testing.T) {
+	c := resume.ClaimFromLabels("sandbox-resume.claim/r", map[string]string{
+		resume.LabelClaimContainer: "c1", resume.LabelClaimHost: "h", resume.LabelClaimPID: "12",
+		resume.LabelClaimStart: "34", resume.LabelClaimBoot: "b",
+	})
+	if c.Container != "c1" || c.HostID != "h" || c.PID != 12 || c.StartTime != "34" || c.BootID != "b" || c.Live() {
+		t.Errorf("claim %+v", c)
+	}
+	c.ContainerExists = true
+	if !c.Live() {
+		t.Error("claim with its container is not live")
+	}
+	if c := resume.ClaimFromLabels("l", map[string]string{resume.LabelClaimPID: "-3"}); c.PID != 0 {
+		t.Errorf("pid %d from -3", c.PID)
+	}
+}
