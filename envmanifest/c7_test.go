@@ -142,9 +142,9 @@ func loadC7(t *testing.T) []*c7Case {
 	return cases
 }
 
-// b3sum returns "blake3:" + Debian b3sum's hex digest of data, or "" (and
+// c7B3sum returns "blake3:" + Debian b3sum's hex digest of data, or "" (and
 // skips the caller's cross-check) when b3sum is missing and CI is unset.
-func b3sum(t *testing.T, data []byte) string {
+func c7B3sum(t *testing.T, data []byte) string {
 	t.Helper()
 	path, err := exec.LookPath("b3sum")
 	if err != nil {
@@ -225,7 +225,7 @@ func TestC7Data(t *testing.T) {
 		if c.Expect.Address != want {
 			t.Errorf("%s: address %q, BLAKE3 of the canonical bytes is %q (run go test ./envmanifest -run TestC7 -update)", c.file, c.Expect.Address, want)
 		}
-		if b := b3sum(t, canon); b != "" && b != c.Expect.Address {
+		if b := c7B3sum(t, canon); b != "" && b != c.Expect.Address {
 			t.Errorf("%s: b3sum says %s, file says %s", c.file, b, c.Expect.Address)
 		}
 	}
