@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // Exit codes of the sandbox-resume CLI (DESIGN "CLI contract"). This is the
@@ -62,6 +63,18 @@ func Classify(err error) (code int, class string, ok bool) {
 		return ExitUntrusted, "untrusted", true
 	case errors.Is(err, envmanifest.ErrKeyExists):
 		return ExitRefused, "refused", true
+	case errors.Is(err, snapshot.ErrTampered):
+		return ExitUntrusted, string(ClassTampered), true
+	case errors.Is(err, snapshot.ErrMismatch):
+		return ExitMismatch, string(ClassManifestMismatch), true
+	case errors.Is(err, snapshot.ErrImageUnresolved):
+		return ExitImage, string(ClassImageUnresolved), true
+	case errors.Is(err, snapshot.ErrContainerNotFound):
+		return ExitRefused, string(ClassBadInput), true
+	case errors.Is(err, snapshot.ErrRunConflict):
+		return ExitClaim, string(ClassClaimConflict), true
+	case errors.Is(err, snapshot.ErrInvalidRun):
+		return ExitUsage, "usage", true
 	case errors.Is(err, fs.ErrNotExist):
 		// a config (or other input) file that does not exist is refused input
 		return ExitRefused, string(ClassBadInput), true

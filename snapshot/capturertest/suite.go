@@ -1,0 +1,347 @@
+// Package capturertest is the conformance suite of snapshot.Capturer
+// (DESIGN "Layout": one suite runs against the in-memory fake and against
+// runtime/containerd). Run it from a test with a factory that returns a
+// fresh Fixture per subtest.
+package capturertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// Probe lets the suite look at the store behind a Capturer.
+type Probe interface {
+	// Blob returns a blob of the content store, or an error wrapping
+	// errdefs.ErrNotFound.
+	Blob(ctx context.Context, d digest.Digest) ([]byte, error)
+	// LeaseHolds reports whether the lease holds the blob as a content
+	// resource.
+	LeaseHolds(ctx context.Context, lease string, d digest.Digest) (bool, error)
+	// SnapshotKind returns the kind ("active", "committed", "view") of the
+	// container's snapshot.
+	SnapshotKind(ctx context.Context, c snapshot.Container) (string, error)
+}
+
+// Fixture is one fresh setup: a Capturer and its Probe, a container created
+// from Image (a normalized reference stored in the image store) whose task
+// is running and which has written files, and a unique prefix for lease ids.
+type Fixture struct {
+	Capturer  snapshot.Capturer
+	Probe     Probe
+	Container string
+	Image     string
+	LeaseID   string // unique per fixture: "sandbox-resume.run/<something>"
+}
+
+// Run runs the conformance suite; newFixture is called once per subtest.
+func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
+	t.Run("ContainerAndImage", func(t *testing.T) { testContainer(t, newFixture(t)) })
+	t.Run("Leases", func(t *testing.T) { testLeases(t, newFixture(t)) })
+	t.Run("PauseDiffStop", func(t *testing.T) { testPauseDiffStop(t, newFixture(t)) })
+	t.Run("Blobs", func(t *testing.T) { testBlobs(t, newFixture(t)) })
+	t.Run("Labels", func(t *testing.T) { testLabels(t, newFixture(t)) })
+	t.Run("Suspend", func(t *testing.T) { testSuspend(t, newFixture(t)) })
+}
+
+func testContainer(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	c, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != f.Container || c.SnapshotKey == "" || c.Snapshotter == "" {
+		t.Fatalf("Container = %+v", c)
+	}
+	if c.Task != snapshot.TaskRunning {
+		t.Fatalf("task = %q, want running", c.Task)
+	}
+	if c.SnapshotKind != "active" {
+		t.Fatalf("snapshot kind = %q, want active", c.SnapshotKind)
+	}
+	base, err := f.Capturer.ResolveImage(ctx, f.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := identity.ChainID(base.DiffIDs).String(); c.ParentChainID != want {
+		t.Fatalf("parent chain %q, want ChainID(diffIDs) %q", c.ParentChainID, want)
+	}
+	if _, err := f.Capturer.Container(ctx, f.Container+"-absent"); !errdefs.IsNotFound(err) {
+		t.Fatalf("absent container: err = %v, want NotFound", err)
+	}
+	if _, err := f.Capturer.ResolveImage(ctx, "docker.io/library/absent-image:0"); !errdefs.IsNotFound(err) {
+		t.Fatalf("absent image: err = %v, want NotFound", err)
+	}
+	h, err := f.Capturer.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ID == "" || h.Snapshotter == "" || h.Platform == "" {
+		t.Fatalf("Host = %+v", h)
+	}
+}
+
+func testLeases(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	labels := map[string]string{snapshot.LabelRun: "x"}
+	if err := f.Capturer.CreateLease(ctx, f.LeaseID, labels); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.CreateLease(ctx, f.LeaseID, labels); !errdefs.IsAlreadyExists(err) {
+		t.Fatalf("second CreateLease: err = %v, want AlreadyExists", err)
+	}
+	l, err := f.Capturer.Lease(ctx, f.LeaseID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ID != f.LeaseID || l.Labels[snapshot.LabelRun] != "x" {
+		t.Fatalf("Lease = %+v", l)
+	}
+	if _, err := f.Capturer.Lease(ctx, f.LeaseID+"-absent"); !errdefs.IsNotFound(err) {
+		t.Fatalf("absent lease: err = %v, want NotFound", err)
+	}
+	base, err := f.Capturer.ResolveImage(ctx, f.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.HoldBase(ctx, f.LeaseID, base); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []digest.Digest{base.ManifestDigest, base.ConfigDigest} {
+		if ok, err := f.Probe.LeaseHolds(ctx, f.LeaseID, d); err != nil || !ok {
+			t.Fatalf("lease does not hold base blob %s (err %v)", d, err)
+		}
+	}
+}
+
+func testPauseDiffStop(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	if err := f.Capturer.CreateLease(ctx, f.LeaseID, nil); err != nil {
+		t.Fatal(err)
+	}
+	state := func(want snapshot.TaskState) {
+		t.Helper()
+		c, err := f.Capturer.Container(ctx, f.Container)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Task != want {
+			t.Fatalf("task = %q, want %q", c.Task, want)
+		}
+	}
+	if err := f.Capturer.PauseTask(ctx, f.Container); err != nil {
+		t.Fatal(err)
+	}
+	state(snapshot.TaskPaused)
+	if err := f.Capturer.PauseTask(ctx, f.Container); err != nil {
+		t.Fatalf("pausing a paused task: %v", err)
+	}
+	c, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.Capturer.CreateDiff(ctx, f.LeaseID, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckDiff(t, f.Probe, d)
+	if ok, err := f.Probe.LeaseHolds(ctx, f.LeaseID, d.Digest); err != nil || !ok {
+		t.Fatalf("lease does not hold the diff %s (err %v)", d.Digest, err)
+	}
+	if kind, err := f.Probe.SnapshotKind(ctx, c); err != nil || kind != "active" {
+		t.Fatalf("after the diff the snapshot is %q (err %v), want active", kind, err)
+	}
+	// Deterministic: a second diff of the same paused snapshot is the same.
+	d2, err := f.Capturer.CreateDiff(ctx, f.LeaseID, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2 != d {
+		t.Fatalf("second diff %+v differs from %+v", d2, d)
+	}
+	if err := f.Capturer.ResumeTask(ctx, f.Container); err != nil {
+		t.Fatal(err)
+	}
+	state(snapshot.TaskRunning)
+	if err := f.Capturer.ResumeTask(ctx, f.Container); err != nil {
+		t.Fatalf("resuming a running task: %v", err)
+	}
+	if err := f.Capturer.PauseTask(ctx, f.Container); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.StopTask(ctx, f.Container); err != nil {
+		t.Fatalf("stopping a paused task: %v", err)
+	}
+	state(snapshot.TaskNone)
+	if err := f.Capturer.StopTask(ctx, f.Container); err != nil {
+		t.Fatalf("stopping a container without a task: %v", err)
+	}
+	if kind, err := f.Probe.SnapshotKind(ctx, c); err != nil || kind != "active" {
+		t.Fatalf("after the stop the snapshot is %q (err %v), want active", kind, err)
+	}
+}
+
+// CheckDiff checks a diff descriptor against the stored blob: its digest and
+// size, and, decompressing it (zstd), its diffID and uncompressed size.
+func CheckDiff(t testing.TB, p Probe, d snapshot.Diff) {
+	t.Helper()
+	if d.MediaType != ocispec.MediaTypeImageLayerZstd {
+		t.Fatalf("diff media type %q, want %q", d.MediaType, ocispec.MediaTypeImageLayerZstd)
+	}
+	blob, err := p.Blob(context.Background(), d.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest.FromBytes(blob) != d.Digest || int64(len(blob)) != d.Size {
+		t.Fatalf("stored blob is %s (%d bytes), descriptor says %s (%d)", digest.FromBytes(blob), len(blob), d.Digest, d.Size)
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(blob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	h := digest.SHA256.Digester()
+	n, err := io.Copy(h.Hash(), dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Digest() != d.DiffID || n != d.UncompressedSize {
+		t.Fatalf("decompressed blob is %s (%d bytes), descriptor says diffID %s (%d)", h.Digest(), n, d.DiffID, d.UncompressedSize)
+	}
+}
+
+func testBlobs(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	if err := f.Capturer.CreateLease(ctx, f.LeaseID, nil); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"blob":"` + f.LeaseID + `"}`)
+	desc, err := f.Capturer.WriteBlob(ctx, f.LeaseID, f.LeaseID+"/ref", snapshot.MediaTypeRef, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Digest != digest.FromBytes(data) || desc.Size != int64(len(data)) || desc.MediaType != snapshot.MediaTypeRef {
+		t.Fatalf("WriteBlob = %+v", desc)
+	}
+	got, err := f.Probe.Blob(ctx, desc.Digest)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("stored blob %q (err %v), want %q", got, err, data)
+	}
+	if _, err := f.Capturer.WriteBlob(ctx, f.LeaseID, f.LeaseID+"/ref", snapshot.MediaTypeRef, data); err != nil {
+		t.Fatalf("writing an existing blob: %v", err)
+	}
+	if ok, err := f.Probe.LeaseHolds(ctx, f.LeaseID, desc.Digest); err != nil || !ok {
+		t.Fatalf("lease does not hold %s (err %v)", desc.Digest, err)
+	}
+}
+
+func testLabels(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	before, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.SetContainerLabels(ctx, f.Container, map[string]string{snapshot.LabelRun: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.SetContainerLabels(ctx, f.Container, map[string]string{snapshot.LabelManifest: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Labels[snapshot.LabelRun] != "r1" || after.Labels[snapshot.LabelManifest] != "m" {
+		t.Fatalf("labels = %v", after.Labels)
+	}
+	for k, v := range before.Labels {
+		if after.Labels[k] != v {
+			t.Fatalf("label %s changed from %q to %q", k, v, after.Labels[k])
+		}
+	}
+}
+
+// testSuspend runs snapshot.Suspend against the Capturer and checks the
+// result through the Probe.
+func testSuspend(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "devcontainer.json")
+	if err := os.WriteFile(cfg, []byte(`{"image": "`+f.Image+`", "name": "suite"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := f.LeaseID[len(snapshot.RunLeasePrefix):]
+	out := filepath.Join(dir, "ref.json")
+	res, err := snapshot.Suspend(ctx, f.Capturer, snapshot.SuspendRequest{
+		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []ed25519.PrivateKey{priv}, Out: out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(file, res.File) {
+		t.Fatal("ref file differs from the result")
+	}
+	ref, err := snapshot.OpenRef(file, envmanifest.NewKeyRing(pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := f.Capturer.ResolveImage(ctx, f.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Base.ManifestDigest != base.ManifestDigest || ref.Base.ConfigDigest != base.ConfigDigest || ref.Run != run {
+		t.Fatalf("ref base %+v, image %+v", ref.Base, base)
+	}
+	CheckDiff(t, f.Probe, ref.RootfsDiff)
+	blob, err := f.Probe.Blob(ctx, digest.Digest(res.RefBlob))
+	if err != nil || !bytes.Equal(blob, file) {
+		t.Fatalf("ref blob %s differs from the file (err %v)", res.RefBlob, err)
+	}
+	for _, d := range []digest.Digest{ref.RootfsDiff.Digest, digest.Digest(res.RefBlob), ref.Base.ManifestDigest, ref.Base.ConfigDigest} {
+		if ok, err := f.Probe.LeaseHolds(ctx, res.Lease, d); err != nil || !ok {
+			t.Fatalf("run lease does not hold %s (err %v)", d, err)
+		}
+	}
+	c, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Task != snapshot.TaskNone || c.Labels[snapshot.LabelRun] != run || c.Labels[snapshot.LabelManifest] != ref.Manifest {
+		t.Fatalf("after suspend: task %q labels %v", c.Task, c.Labels)
+	}
+	if kind, err := f.Probe.SnapshotKind(ctx, c); err != nil || kind != "active" {
+		t.Fatalf("after suspend the snapshot is %q (err %v), want active", kind, err)
+	}
+	// A rerun with the same run id succeeds and writes the same ref.
+	res2, err := snapshot.Suspend(ctx, f.Capturer, snapshot.SuspendRequest{
+		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []ed25519.PrivateKey{priv}, Out: out,
+	})
+	if err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if !res2.Resumed || !bytes.Equal(res2.File, res.File) {
+		t.Fatalf("rerun: resumed=%t, same file=%t", res2.Resumed, bytes.Equal(res2.File, res.File))
+	}
+}

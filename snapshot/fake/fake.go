@@ -1,0 +1,459 @@
+// Package fake is an in-memory snapshot.Capturer for tests: containers with
+// files and a task, images, a content store, leases and labels, with no
+// daemon. It runs the same conformance suite (snapshot/capturertest) as the
+// containerd implementation.
+//
+// The diff it creates is a real OCI layer: a tar of the container's files
+// (sorted by path, fixed metadata, so it is deterministic), compressed with
+// zstd. Hook lets tests fail any operation to simulate a crash there.
+package fake
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// Operation names passed to Hook, one per Capturer method.
+const (
+	OpContainer    = "Container"
+	OpHost         = "Host"
+	OpResolveImage = "ResolveImage"
+	OpPauseTask    = "PauseTask"
+	OpResumeTask   = "ResumeTask"
+	OpStopTask     = "StopTask"
+	OpCreateDiff   = "CreateDiff"
+	OpWriteBlob    = "WriteBlob"
+	OpCreateLease  = "CreateLease"
+	OpLease        = "Lease"
+	OpHoldBase     = "HoldBase"
+	OpSetLabels    = "SetContainerLabels"
+)
+
+// Image is an image in the fake's image store: Base as ResolveImage returns
+// it and the digests of its layer blobs (Layers), which HoldBase leases.
+type Image struct {
+	Base   snapshot.Base
+	Layers []digest.Digest
+}
+
+// Container is a container in the fake: its files (path → content; the
+// diff captures them), image, labels and task state.
+type Container struct {
+	ID     string
+	Image  string
+	Files  map[string][]byte
+	Labels map[string]string
+	Task   snapshot.TaskState
+}
+
+type lease struct {
+	l         snapshot.Lease
+	resources map[digest.Digest]bool
+}
+
+// Capturer is the in-memory snapshot.Capturer. The zero value is not
+// usable; call New. It is safe for concurrent use.
+type Capturer struct {
+	// Hook, when set, is called before every operation with its name (the
+	// Op constants); a non-nil error fails the operation before it has any
+	// effect, as a crash there would.
+	Hook func(op string) error
+
+	mu         sync.Mutex
+	host       snapshot.Host
+	images     map[string]Image // by normalized name
+	containers map[string]*Container
+	blobs      map[digest.Digest][]byte
+	leases     map[string]*lease
+	ops        []string
+}
+
+// New returns an empty fake for host.
+func New(host snapshot.Host) *Capturer {
+	return &Capturer{
+		host:       host,
+		images:     map[string]Image{},
+		containers: map[string]*Container{},
+		blobs:      map[digest.Digest][]byte{},
+		leases:     map[string]*lease{},
+	}
+}
+
+// AddImage stores an image under its Base.Name, and its manifest, config
+// and layer blobs as placeholder content.
+func (f *Capturer) AddImage(img Image) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.images[img.Base.Name] = img
+	for _, d := range append([]digest.Digest{img.Base.IndexDigest, img.Base.ManifestDigest, img.Base.ConfigDigest}, img.Layers...) {
+		if d != "" {
+			f.blobs[d] = []byte("placeholder for " + d.String())
+		}
+	}
+}
+
+// AddContainer stores a container; its snapshot's parent is the chain of
+// its image.
+func (f *Capturer) AddContainer(c Container) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cc := c
+	cc.Files = maps.Clone(c.Files)
+	cc.Labels = maps.Clone(c.Labels)
+	f.containers[c.ID] = &cc
+}
+
+// Ops returns the operations performed so far, in order.
+func (f *Capturer) Ops() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ops)
+}
+
+// Blob returns a stored blob, or an error wrapping errdefs.ErrNotFound.
+func (f *Capturer) Blob(_ context.Context, d digest.Digest) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.blobs[d]
+	if !ok {
+		return nil, fmt.Errorf("blob %s: %w", d, errdefs.ErrNotFound)
+	}
+	return slices.Clone(b), nil
+}
+
+// LeaseHolds reports whether the lease holds the blob.
+func (f *Capturer) LeaseHolds(_ context.Context, id string, d digest.Digest) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.leases[id]
+	if !ok {
+		return false, fmt.Errorf("lease %s: %w", id, errdefs.ErrNotFound)
+	}
+	return l.resources[d], nil
+}
+
+// SnapshotKind returns "active": the fake never commits a container's
+// snapshot.
+func (f *Capturer) SnapshotKind(_ context.Context, c snapshot.Container) (string, error) {
+	return c.SnapshotKind, nil
+}
+
+// DeleteLease deletes a lease and (as a synchronous GC would) every blob no
+// other lease or image holds.
+func (f *Capturer) DeleteLease(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.leases[id]; !ok {
+		return fmt.Errorf("lease %s: %w", id, errdefs.ErrNotFound)
+	}
+	delete(f.leases, id)
+	f.gc()
+	return nil
+}
+
+func (f *Capturer) gc() {
+	keep := map[digest.Digest]bool{}
+	for _, img := range f.images {
+		for _, d := range append([]digest.Digest{img.Base.IndexDigest, img.Base.ManifestDigest, img.Base.ConfigDigest}, img.Layers...) {
+			keep[d] = true
+		}
+	}
+	for _, l := range f.leases {
+		for d := range l.resources {
+			keep[d] = true
+		}
+	}
+	for d := range f.blobs {
+		if !keep[d] {
+			delete(f.blobs, d)
+		}
+	}
+}
+
+func (f *Capturer) enter(op string) error {
+	if f.Hook != nil {
+		if err := f.Hook(op); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	f.ops = append(f.ops, op)
+	return nil
+}
+
+func (f *Capturer) container(id string) (*Container, error) {
+	c, ok := f.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %q: %w", id, errdefs.ErrNotFound)
+	}
+	return c, nil
+}
+
+// Container implements snapshot.ContainerInspector.
+func (f *Capturer) Container(_ context.Context, id string) (snapshot.Container, error) {
+	if err := f.enter(OpContainer); err != nil {
+		return snapshot.Container{}, err
+	}
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return snapshot.Container{}, err
+	}
+	parent := ""
+	if img, ok := f.images[c.Image]; ok && len(img.Base.DiffIDs) > 0 {
+		parent = identity.ChainID(img.Base.DiffIDs).String()
+	}
+	return snapshot.Container{
+		ID: c.ID, Image: c.Image, Snapshotter: f.host.Snapshotter, SnapshotKey: c.ID,
+		SnapshotKind: "active", ParentChainID: parent, Labels: maps.Clone(c.Labels), Task: c.Task,
+	}, nil
+}
+
+// Host implements snapshot.HostInspector.
+func (f *Capturer) Host(context.Context) (snapshot.Host, error) {
+	if err := f.enter(OpHost); err != nil {
+		return snapshot.Host{}, err
+	}
+	defer f.mu.Unlock()
+	return f.host, nil
+}
+
+// ResolveImage implements snapshot.ImageResolver: by normalized name, or by
+// the digest a reference carries (an index or manifest digest of a stored
+// image).
+func (f *Capturer) ResolveImage(_ context.Context, ref string) (snapshot.Base, error) {
+	if err := f.enter(OpResolveImage); err != nil {
+		return snapshot.Base{}, err
+	}
+	defer f.mu.Unlock()
+	named, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return snapshot.Base{}, fmt.Errorf("image reference %q: %w: %w", ref, errdefs.ErrInvalidArgument, err)
+	}
+	if d, ok := named.(reference.Digested); ok {
+		for _, img := range f.images {
+			if img.Base.IndexDigest == d.Digest() || img.Base.ManifestDigest == d.Digest() {
+				b := img.Base
+				b.Name = named.String()
+				return b, nil
+			}
+		}
+		return snapshot.Base{}, fmt.Errorf("image %q: blob %s: %w", ref, d.Digest(), errdefs.ErrNotFound)
+	}
+	img, ok := f.images[named.String()]
+	if !ok {
+		return snapshot.Base{}, fmt.Errorf("image %q: %w", named.String(), errdefs.ErrNotFound)
+	}
+	return img.Base, nil
+}
+
+// PauseTask implements snapshot.TaskController.
+func (f *Capturer) PauseTask(_ context.Context, id string) error {
+	if err := f.enter(OpPauseTask); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return err
+	}
+	switch c.Task {
+	case snapshot.TaskRunning, snapshot.TaskPausing, snapshot.TaskPaused:
+		c.Task = snapshot.TaskPaused
+		return nil
+	}
+	return fmt.Errorf("pause task of %q: task is %q: %w", id, c.Task, errdefs.ErrFailedPrecondition)
+}
+
+// ResumeTask implements snapshot.TaskController.
+func (f *Capturer) ResumeTask(_ context.Context, id string) error {
+	if err := f.enter(OpResumeTask); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return err
+	}
+	switch c.Task {
+	case snapshot.TaskRunning, snapshot.TaskPaused, snapshot.TaskPausing:
+		c.Task = snapshot.TaskRunning
+		return nil
+	}
+	return fmt.Errorf("resume task of %q: task is %q: %w", id, c.Task, errdefs.ErrFailedPrecondition)
+}
+
+// StopTask implements snapshot.TaskController.
+func (f *Capturer) StopTask(_ context.Context, id string) error {
+	if err := f.enter(OpStopTask); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return err
+	}
+	c.Task = snapshot.TaskNone
+	return nil
+}
+
+// CreateDiff implements snapshot.Differ: a zstd tar of the container's
+// files, stored under the lease.
+func (f *Capturer) CreateDiff(_ context.Context, leaseID string, sc snapshot.Container) (snapshot.Diff, error) {
+	if err := f.enter(OpCreateDiff); err != nil {
+		return snapshot.Diff{}, err
+	}
+	defer f.mu.Unlock()
+	l, ok := f.leases[leaseID]
+	if !ok {
+		return snapshot.Diff{}, fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
+	}
+	c, err := f.container(sc.ID)
+	if err != nil {
+		return snapshot.Diff{}, err
+	}
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	for _, p := range slices.Sorted(maps.Keys(c.Files)) {
+		hdr := &tar.Header{Name: p, Mode: 0o644, Size: int64(len(c.Files[p])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return snapshot.Diff{}, err
+		}
+		if _, err := tw.Write(c.Files[p]); err != nil {
+			return snapshot.Diff{}, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return snapshot.Diff{}, err
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return snapshot.Diff{}, err
+	}
+	blob := enc.EncodeAll(raw.Bytes(), nil)
+	d := digest.FromBytes(blob)
+	f.blobs[d] = blob
+	l.resources[d] = true
+	return snapshot.Diff{
+		MediaType: ocispec.MediaTypeImageLayerZstd, Digest: d, Size: int64(len(blob)),
+		DiffID: digest.FromBytes(raw.Bytes()), UncompressedSize: int64(raw.Len()),
+	}, nil
+}
+
+// WriteBlob implements snapshot.BlobWriter.
+func (f *Capturer) WriteBlob(_ context.Context, leaseID, _, mediaType string, data []byte) (ocispec.Descriptor, error) {
+	if err := f.enter(OpWriteBlob); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	defer f.mu.Unlock()
+	l, ok := f.leases[leaseID]
+	if !ok {
+		return ocispec.Descriptor{}, fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
+	}
+	d := digest.FromBytes(data)
+	f.blobs[d] = slices.Clone(data)
+	l.resources[d] = true
+	return ocispec.Descriptor{MediaType: mediaType, Digest: d, Size: int64(len(data))}, nil
+}
+
+// CreateLease implements snapshot.LeaseHolder.
+func (f *Capturer) CreateLease(_ context.Context, id string, labels map[string]string) error {
+	if err := f.enter(OpCreateLease); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	if _, ok := f.leases[id]; ok {
+		return fmt.Errorf("lease %q: %w", id, errdefs.ErrAlreadyExists)
+	}
+	f.leases[id] = &lease{
+		l:         snapshot.Lease{ID: id, Labels: maps.Clone(labels), CreatedAt: time.Now().UTC()},
+		resources: map[digest.Digest]bool{},
+	}
+	return nil
+}
+
+// Lease implements snapshot.LeaseHolder.
+func (f *Capturer) Lease(_ context.Context, id string) (snapshot.Lease, error) {
+	if err := f.enter(OpLease); err != nil {
+		return snapshot.Lease{}, err
+	}
+	defer f.mu.Unlock()
+	l, ok := f.leases[id]
+	if !ok {
+		return snapshot.Lease{}, fmt.Errorf("lease %q: %w", id, errdefs.ErrNotFound)
+	}
+	out := l.l
+	out.Labels = maps.Clone(out.Labels)
+	return out, nil
+}
+
+// HoldBase implements snapshot.LeaseHolder.
+func (f *Capturer) HoldBase(_ context.Context, leaseID string, base snapshot.Base) error {
+	if err := f.enter(OpHoldBase); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	l, ok := f.leases[leaseID]
+	if !ok {
+		return fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
+	}
+	var layers []digest.Digest
+	for _, img := range f.images {
+		if img.Base.ManifestDigest == base.ManifestDigest {
+			layers = img.Layers
+		}
+	}
+	for _, d := range append([]digest.Digest{base.IndexDigest, base.ManifestDigest, base.ConfigDigest}, layers...) {
+		if d == "" {
+			continue
+		}
+		if _, ok := f.blobs[d]; !ok {
+			return fmt.Errorf("base content %s: %w", d, errdefs.ErrNotFound)
+		}
+		l.resources[d] = true
+	}
+	return nil
+}
+
+// SetContainerLabels implements snapshot.ContainerLabeler.
+func (f *Capturer) SetContainerLabels(_ context.Context, id string, labels map[string]string) error {
+	if err := f.enter(OpSetLabels); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return err
+	}
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	maps.Copy(c.Labels, labels)
+	return nil
+}
+
+// DeleteImage removes an image record (its content stays until a GC finds
+// nothing holding it) and runs the GC.
+func (f *Capturer) DeleteImage(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.images, name)
+	f.gc()
+}
+
+var _ snapshot.Capturer = (*Capturer)(nil)

@@ -1,0 +1,326 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/opencontainers/image-spec/identity"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+)
+
+// Errors of Suspend; the CLI maps them to exit codes through
+// resume.Classify.
+var (
+	// ErrMismatch: the declaration does not describe the container (its
+	// snapshot's parent is not the chain of the image the manifest names,
+	// or the reference's digest is not the image's). Exit 3, class
+	// "manifest-mismatch" (DESIGN "Suspend", step 2).
+	ErrMismatch = errors.New("the declaration does not describe the container")
+	// ErrImageUnresolved: the manifest's image reference does not resolve
+	// through the content store for the host platform. Exit 5, class
+	// "image-unresolved".
+	ErrImageUnresolved = errors.New("image unresolved")
+	// ErrContainerNotFound: no container with that id in the namespace.
+	// Exit 2, class "bad-input" (DESIGN "CLI contract": a container that
+	// does not exist is 2).
+	ErrContainerNotFound = errors.New("container not found")
+	// ErrRunConflict: the run lease exists for another container. Exit 8,
+	// class "claim-conflict".
+	ErrRunConflict = errors.New("run id already used by another container")
+	// ErrInvalidRun: the run id is not valid (ValidRunID) or, with no run
+	// id given, the container id does not make one. Usage error (64).
+	ErrInvalidRun = errors.New("invalid run id")
+)
+
+// SuspendRequest is the input of Suspend (DESIGN "Suspend").
+type SuspendRequest struct {
+	// ContainerID is the container to capture (required).
+	ContainerID string
+	// ConfigPath is the devcontainer.json that declares the run (required).
+	ConfigPath string
+	// Lockfile is an explicit lockfile path (--lockfile); "" discovers one
+	// beside ConfigPath as the reference CLI does.
+	Lockfile string
+	// Policy is the effective reserved-environment list (see
+	// envmanifest.LoadPolicy): ingestion refuses those names and the ref
+	// records the list. nil is recorded as [].
+	Policy []string
+	// Run is the run id; "" means DefaultRunID(ContainerID).
+	Run string
+	// Keys sign the ref (at least one).
+	Keys []ed25519.PrivateKey
+	// Out is the ref file to write; "" means "<run>.ref.json" in the
+	// current directory.
+	Out string
+	// KeepRunning resumes the task after the diff instead of stopping it.
+	KeepRunning bool
+	// Now returns the current time (time.Now when nil); it sets Created
+	// when the run lease is created.
+	Now func() time.Time
+}
+
+// SuspendResult is what Suspend did.
+type SuspendResult struct {
+	// Ref is the signed SnapshotRef; File its file bytes, also stored as
+	// the ref blob RefBlob (media type MediaTypeRef) in the content store.
+	Ref     *Ref
+	File    []byte
+	RefBlob string
+	// Path is the ref file written.
+	Path string
+	// Lease is the run lease holding the diff, the ref blob and the base.
+	Lease string
+	// Resumed is true when this call found the run lease already there (a
+	// rerun after an interrupted suspend).
+	Resumed bool
+}
+
+// Suspend captures a container into the content store and writes a signed
+// SnapshotRef, following DESIGN "Suspend" step by step:
+//
+//  1. ingest the config (envmanifest.IngestFile with the lockfile and the
+//     policy); a refused config is a *envmanifest.RefusedError (exit 2);
+//  2. the container (ErrContainerNotFound, exit 2) must be described by
+//     the declaration: its snapshot's parent must be identity.ChainID of the
+//     diffIDs of the image the manifest's reference resolves to for the
+//     host platform, and a digest in the reference must be that image's
+//     index or manifest digest (else ErrMismatch, exit 3; an image that
+//     does not resolve is ErrImageUnresolved, exit 5);
+//  3. create the run lease RunLease(run) first (a rerun finds it and keeps
+//     its creation time; a lease made for another container is
+//     ErrRunConflict) and hold the base image's content in it; every later
+//     write is under it;
+//  4. pause a running task (a paused one stays paused), create the zstd
+//     rootfs diff of the container's active snapshot, then stop the task
+//     (kill, wait, delete) or, with KeepRunning, resume it and record
+//     keptRunning: true;
+//  5. sign the ref, write it as a blob under the lease, label the container
+//     (io.sandbox-resume.run, io.sandbox-resume.manifest), and write the
+//     ref file temp → fsync → rename.
+//
+// An interruption at any point leaves no ref file or a complete one, and
+// calling Suspend again with the same run id completes the suspension
+// (also when the task was left paused). If the diff fails, a task this
+// call paused is resumed.
+func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResult, error) {
+	if req.ContainerID == "" {
+		return nil, errors.New("suspend: no container id")
+	}
+	if len(req.Keys) == 0 {
+		return nil, errors.New("suspend: no signing key")
+	}
+	run := req.Run
+	if run == "" {
+		var ok bool
+		if run, ok = DefaultRunID(req.ContainerID); !ok {
+			return nil, fmt.Errorf("suspend: container id %q is not a valid run id; give one with --run: %w", req.ContainerID, ErrInvalidRun)
+		}
+	} else if !ValidRunID(run) {
+		return nil, fmt.Errorf("suspend: run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters: %w", run, MaxRunIDLen, ErrInvalidRun)
+	}
+	out := req.Out
+	if out == "" {
+		out = run + ".ref.json"
+	}
+	now := req.Now
+	if now == nil {
+		now = time.Now
+	}
+	policy := slices.Clone(req.Policy)
+	if policy == nil {
+		policy = []string{}
+	}
+
+	// 1. Ingest.
+	m, err := envmanifest.IngestFile(req.ConfigPath, envmanifest.Options{Lockfile: req.Lockfile, Reserved: policy})
+	if err != nil {
+		return nil, err
+	}
+
+	// 2. The declaration must describe the container.
+	ctr, err := c.Container(ctx, req.ContainerID)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("suspend: container %q: %v: %w", req.ContainerID, err, ErrContainerNotFound)
+		}
+		return nil, fmt.Errorf("suspend: inspect container %q: %w", req.ContainerID, err)
+	}
+	host, err := c.Host(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("suspend: host facts: %w", err)
+	}
+	base, err := c.ResolveImage(ctx, m.Core.Image)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("suspend: image %s: %v: %w", m.Core.Image, err, ErrImageUnresolved)
+		}
+		return nil, fmt.Errorf("suspend: resolve image %s: %w", m.Core.Image, err)
+	}
+	if err := describes(m.Core.Image, base, ctr); err != nil {
+		return nil, err
+	}
+
+	// 3. The run lease first.
+	leaseID := RunLease(run)
+	res := &SuspendResult{Lease: leaseID, Path: out}
+	created := now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	err = c.CreateLease(ctx, leaseID, map[string]string{
+		LabelRun:       run,
+		LabelContainer: req.ContainerID,
+		LabelCreated:   created,
+	})
+	switch {
+	case err == nil:
+	case errdefs.IsAlreadyExists(err):
+		l, err := c.Lease(ctx, leaseID)
+		if err != nil {
+			return nil, fmt.Errorf("suspend: run lease %s: %w", leaseID, err)
+		}
+		if owner := l.Labels[LabelContainer]; owner != req.ContainerID {
+			return nil, fmt.Errorf("suspend: run lease %s was made for container %q, not %q: %w", leaseID, owner, req.ContainerID, ErrRunConflict)
+		}
+		if t, err := time.Parse(time.RFC3339, l.Labels[LabelCreated]); err == nil {
+			created = t.UTC().Format(time.RFC3339)
+		}
+		res.Resumed = true
+	default:
+		return nil, fmt.Errorf("suspend: create run lease %s: %w", leaseID, err)
+	}
+	if err := c.HoldBase(ctx, leaseID, base); err != nil {
+		return nil, fmt.Errorf("suspend: hold base image %s in lease %s: %w", base.ManifestDigest, leaseID, err)
+	}
+
+	// 4. Pause, diff, stop (or resume).
+	pausedHere := false
+	switch ctr.Task {
+	case TaskRunning, TaskPausing:
+		if err := c.PauseTask(ctx, ctr.ID); err != nil {
+			return nil, fmt.Errorf("suspend: pause task of %q: %w", ctr.ID, err)
+		}
+		pausedHere = true
+	}
+	diff, err := c.CreateDiff(ctx, leaseID, ctr)
+	if err != nil {
+		if pausedHere {
+			if rerr := c.ResumeTask(ctx, ctr.ID); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("resume task after the failed diff: %w", rerr))
+			}
+		}
+		return nil, fmt.Errorf("suspend: diff of container %q (snapshot %s/%s): %w", ctr.ID, ctr.Snapshotter, ctr.SnapshotKey, err)
+	}
+	kept := false
+	switch {
+	case req.KeepRunning && (ctr.Task == TaskRunning || ctr.Task == TaskPausing || ctr.Task == TaskPaused):
+		if err := c.ResumeTask(ctx, ctr.ID); err != nil {
+			return nil, fmt.Errorf("suspend: resume task of %q: %w", ctr.ID, err)
+		}
+		kept = true
+	case ctr.Task != TaskNone:
+		if err := c.StopTask(ctx, ctr.ID); err != nil {
+			return nil, fmt.Errorf("suspend: stop task of %q: %w", ctr.ID, err)
+		}
+	}
+
+	// 5. Ref blob, labels, ref file.
+	ref := &Ref{
+		Schema:      RefSchema,
+		Run:         run,
+		Manifest:    m.Address,
+		Core:        m.Core,
+		Pinned:      m.IsPinned(),
+		Policy:      policy,
+		Lockfile:    m.Lockfile,
+		Host:        host,
+		Base:        base,
+		RootfsDiff:  diff,
+		KeptRunning: kept,
+		Created:     created,
+	}
+	file, err := SignRef(ref, req.Keys...)
+	if err != nil {
+		return nil, fmt.Errorf("suspend: sign ref: %w", err)
+	}
+	desc, err := c.WriteBlob(ctx, leaseID, leaseID+"/ref", MediaTypeRef, file)
+	if err != nil {
+		return nil, fmt.Errorf("suspend: write ref blob under lease %s: %w", leaseID, err)
+	}
+	if err := c.SetContainerLabels(ctx, ctr.ID, map[string]string{LabelRun: run, LabelManifest: m.Address}); err != nil {
+		return nil, fmt.Errorf("suspend: label container %q: %w", ctr.ID, err)
+	}
+	if err := WriteFileAtomic(out, file, 0o644); err != nil {
+		return nil, fmt.Errorf("suspend: %w", err)
+	}
+	res.Ref, res.File, res.RefBlob = ref, file, desc.Digest.String()
+	return res, nil
+}
+
+// describes checks DESIGN "Suspend" step 2 for a resolved image.
+func describes(image string, base Base, ctr Container) error {
+	want := ""
+	if len(base.DiffIDs) > 0 {
+		want = identity.ChainID(base.DiffIDs).String()
+	}
+	if ctr.ParentChainID != want {
+		return fmt.Errorf("suspend: container %q: snapshot %s/%s has parent %q, but %s (manifest %s) has chain ID %q: %w",
+			ctr.ID, ctr.Snapshotter, ctr.SnapshotKey, ctr.ParentChainID, image, base.ManifestDigest, want, ErrMismatch)
+	}
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return fmt.Errorf("suspend: image %q: %w", image, err)
+	}
+	if d, ok := named.(reference.Digested); ok {
+		if d.Digest() != base.ManifestDigest && d.Digest() != base.IndexDigest {
+			return fmt.Errorf("suspend: image %s: its digest is neither the resolved index %q nor manifest %q: %w",
+				image, base.IndexDigest, base.ManifestDigest, ErrMismatch)
+		}
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory: write, fsync, rename, then fsync the directory. A crash leaves
+// either the old file (or none) or the complete new one. Errors name the
+// path.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
