@@ -64,6 +64,7 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		newManifestCmd(g),
 		newSignCmd(g),
 		newVerifyCmd(g),
+		newResumeCmd(g),
 	)
 	return root
 }

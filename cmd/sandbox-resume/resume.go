@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+)
+
+// resumeOptions are the flags of `resume` (DESIGN "Resume decision").
+type resumeOptions struct {
+	ref, config, trust, lockfile, container string
+	check, start                            bool
+}
+
+// newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
+// [--check] [--container ID] [--start] [--lockfile F]` (DESIGN "Resume
+// decision"): it runs the ten checks against the daemon at --address in
+// --namespace (host identity overridden by --host-id) and prints the
+// verdict; the exit code is the verdict's. This build decides only
+// (--check); claiming and materializing come with the Materializer.
+func newResumeCmd(g *globalOptions) *cobra.Command {
+	var o resumeOptions
+	cmd := &cobra.Command{
+		Use:   "resume --ref REF --config PATH --trust PUB|DIR --check [--lockfile F]",
+		Short: "Decide whether a suspended run may resume into the offered environment",
+		Long: `Runs the ten resume checks (ref-parse, signature, ref-schema, ref-integrity,
+offered-ingest, manifest, host, image, snapshot, claim) and prints each result,
+the drift between the recorded and the offered manifest core, and the verdict.
+The exit code is the verdict's: 0 accepted, 2 bad input, 3 manifest mismatch,
+4 unpinned cross-host, 5 image, 6 untrusted or tampered, 7 snapshot, 8 claim.
+--check decides and changes nothing.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("resume: unexpected argument %q (the ref and config are given with --ref and --config)", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			req, err := resume.LoadRequest(o.ref, o.config, o.lockfile, o.trust)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			rt, err := containerd.Connect(ctx, g.address, g.namespace, containerd.WithHostIDOverride(g.hostID))
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			v := resume.Decide(ctx, rt, rt, req)
+			if g.output == outputJSON {
+				writeJSON(cmd.OutOrStdout(), v)
+			} else {
+				writeVerdictText(cmd.OutOrStdout(), v)
+			}
+			if v.ExitCode != resume.ExitOK {
+				return &exitError{code: v.ExitCode, class: string(v.Class)}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.ref, "ref", "", "SnapshotRef file written by suspend (required)")
+	f.StringVar(&o.config, "config", "", "the offered devcontainer.json (required)")
+	f.StringVar(&o.trust, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys (required)")
+	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
+	f.BoolVar(&o.check, "check", false, "decide only: run the checks, create nothing (no claim, no container)")
+	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-resumed); not used by --check")
+	f.BoolVar(&o.start, "start", false, "start the resumed container's task; needs a resume without --check")
+	return cmd
+}
+
+func (o *resumeOptions) validate() error {
+	var missing []string
+	for _, f := range []struct{ name, val string }{{"--ref", o.ref}, {"--config", o.config}, {"--trust", o.trust}} {
+		if f.val == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return usageErrorf("resume: %s required", strings.Join(missing, ", "))
+	}
+	if !o.check {
+		return usageErrorf("resume: only --check is available in this build (claiming and materializing the run are not); run with --check to decide without changing anything")
+	}
+	if o.start {
+		return usageErrorf("resume: --start starts a materialized container and cannot be combined with --check")
+	}
+	return nil
+}
+
+// writeVerdictText prints the verdict for people: one line per check, the
+// ingestion refusals, the drift, then the outcome.
+func writeVerdictText(w io.Writer, v *resume.Verdict) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range v.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Result, c.Name, c.Detail)
+	}
+	tw.Flush()
+	if len(v.Refusals) > 0 {
+		fmt.Fprintf(w, "\nrefusals (%d):\n", len(v.Refusals))
+		for _, r := range v.Refusals {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
+	}
+	if len(v.Drift) > 0 {
+		fmt.Fprintf(w, "\ndrift (%d):\n", len(v.Drift))
+		for _, d := range v.Drift {
+			fmt.Fprintf(w, "  %s", d.Pointer)
+			if d.OfferedPointer != "" {
+				fmt.Fprintf(w, " (offered at %s)", d.OfferedPointer)
+			}
+			rec, off := "absent", "absent"
+			if d.Recorded != nil {
+				rec = string(d.Recorded)
+			}
+			if d.Offered != nil {
+				off = string(d.Offered)
+			}
+			fmt.Fprintf(w, ": recorded %s, offered %s\n", rec, off)
+		}
+	}
+	if v.Accepted {
+		fmt.Fprintln(w, "\naccepted: the run may resume (exit 0)")
+		return
+	}
+	fmt.Fprintf(w, "\nrefused: %s (exit %d)\n", v.Class, v.ExitCode)
+}
