@@ -69,7 +69,7 @@ func Classify(err error) (code int, class string, ok bool) {
 		return ExitMismatch, string(ClassManifestMismatch), true
 	case errors.Is(err, snapshot.ErrImageUnresolved):
 		return ExitImage, string(ClassImageUnresolved), true
-	case errors.Is(err, snapshot.ErrContainerNotFound):
+	case errors.Is(err, snapshot.ErrContainerNotFound), errors.Is(err, snapshot.ErrRunNotFound):
 		return ExitRefused, string(ClassBadInput), true
 	case errors.Is(err, snapshot.ErrRunConflict):
 		return ExitClaim, string(ClassClaimConflict), true

@@ -231,3 +231,32 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Fatal("no error for a missing directory")
 	}
 }
+
+func TestDiscard(t *testing.T) {
+	ctx := context.Background()
+	f := newFake()
+	e := newEnv(t, `{"image":"busybox:1"}`)
+	res, err := snapshot.Suspend(ctx, f, e.req("Box-1", "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.DeleteImage(busybox)
+	if _, err := f.Blob(ctx, res.Ref.Base.ManifestDigest); err != nil {
+		t.Fatalf("the run lease did not keep the base manifest: %v", err)
+	}
+	deleted, err := snapshot.Discard(ctx, f, "r")
+	if err != nil || fmt.Sprint(deleted) != "[sandbox-resume.run/r]" {
+		t.Fatalf("Discard = %v, %v", deleted, err)
+	}
+	for _, d := range []digest.Digest{res.Ref.RootfsDiff.Digest, digest.Digest(res.RefBlob), res.Ref.Base.ManifestDigest} {
+		if _, err := f.Blob(ctx, d); err == nil {
+			t.Fatalf("%s still present after discard", d)
+		}
+	}
+	if _, err := snapshot.Discard(ctx, f, "r"); !errors.Is(err, snapshot.ErrRunNotFound) {
+		t.Fatalf("second discard: %v", err)
+	}
+	if _, err := snapshot.Discard(ctx, f, "R/"); !errors.Is(err, snapshot.ErrInvalidRun) {
+		t.Fatalf("invalid run: %v", err)
+	}
+}

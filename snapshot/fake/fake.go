@@ -457,3 +457,5 @@ func (f *Capturer) DeleteImage(name string) {
 }
 
 var _ snapshot.Capturer = (*Capturer)(nil)
+
+var _ snapshot.LeaseDeleter = (*Capturer)(nil)
