@@ -68,7 +68,7 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (snapshot.Base, 
 	} else {
 		img, err := r.client.ImageService().Get(ctx, name)
 		if err != nil {
-			return snapshot.Base{}, fmt.Errorf("image %q in namespace %s: %w", name, r.namespace, native(err))
+			return snapshot.Base{}, fmt.Errorf("namespace %s: %w", r.namespace, native(err))
 		}
 		target = img.Target
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/containerd/platforms"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultTimeout bounds Connect's dial and Version probe when WithTimeout is
@@ -111,7 +112,7 @@ func Connect(ctx context.Context, address, namespace string, opts ...Option) (*R
 	if _, err := c.Version(pctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("containerd socket %s: no containerd Version answer within %s (not containerd, or not serving): %w: %w",
-			sock, o.timeout, errdefs.ErrUnavailable, errgrpc.ToNative(err))
+			sock, o.timeout, errdefs.ErrUnavailable, native(err))
 	}
 
 	p := platforms.DefaultSpec()
@@ -161,8 +162,8 @@ func (r *Runtime) PlatformMatches(platform string) bool {
 // native converts an error that may still be a gRPC status into the errdefs
 // class it carries.
 func native(err error) error {
-	if err == nil {
-		return nil
+	if _, ok := status.FromError(err); !ok || err == nil {
+		return err // already native (or nil): ToNative would class it as unknown
 	}
 	return errgrpc.ToNative(err)
 }
