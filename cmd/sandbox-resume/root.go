@@ -65,6 +65,8 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		newSignCmd(g),
 		newVerifyCmd(g),
 		newResumeCmd(g),
+		newSuspendCmd(g),
+		newDiscardCmd(g),
 	)
 	return root
 }
