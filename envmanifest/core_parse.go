@@ -31,6 +31,12 @@ import (
 // Errors are a *RefusedError with one refusal per problem at its pointer
 // (n.Pointer-based, so they point into the file).
 func ParseCore(n *Node) (Core, error) {
+	return parseCore(n, nil)
+}
+
+// parseCore is ParseCore; canonical, when not nil, is the already computed
+// JCS of n.Raw (a SignedDocument's Canonical), saving a second JCS pass.
+func parseCore(n *Node, canonical []byte) (Core, error) {
 	var c Core
 	var rs []Refusal
 	refuse := func(ptr string, class Class, format string, args ...any) {
@@ -95,10 +101,16 @@ func ParseCore(n *Node) (Core, error) {
 		mine, err := c.Canonical()
 		if err != nil {
 			refuse(n.Pointer, ClassInvalidValue, "%v", err)
-		} else if theirs, err := jcs.Transform(n.Raw); err != nil {
-			refuse(n.Pointer, ClassInvalidValue, "%v", err)
-		} else if !bytes.Equal(mine, theirs) {
-			refuse(n.Pointer, ClassInvalidValue, "the manifest core is not in normal form")
+		} else {
+			theirs := canonical
+			if theirs == nil {
+				theirs, err = jcs.Transform(n.Raw)
+			}
+			if err != nil {
+				refuse(n.Pointer, ClassInvalidValue, "%v", err)
+			} else if !bytes.Equal(mine, theirs) {
+				refuse(n.Pointer, ClassInvalidValue, "the manifest core is not in normal form")
+			}
 		}
 	}
 	if len(rs) > 0 {
@@ -345,7 +357,7 @@ func verifyManifestDoc(doc *SignedDocument, trust *KeyRing) (*VerifiedManifest, 
 	if err != nil {
 		return nil, err
 	}
-	core, err := ParseCore(doc.Inner)
+	core, err := parseCore(doc.Inner, doc.Canonical)
 	if err != nil {
 		return nil, err
 	}
