@@ -7,7 +7,7 @@ APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo
 FUZZTIME ?= 10m
 BENCHTIME ?= 1s
 
-.PHONY: help deps build test unit integration bench fuzz lint clean demo
+.PHONY: help deps build test unit integration bench fuzz lint clean demo docs
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,3 +43,7 @@ clean: ## remove build output (keeps the cached containerd binaries)
 
 demo: build ## the main job on the bundled example
 	bin/sandbox-resume manifest examples/devcontainer.json
+
+docs: ## regenerate schemas/*.schema.json and docs/ from the code (tests fail when they are stale)
+	$(GO) test -count=1 ./schemas -run '^TestSchemasGolden$$' -update
+	$(GO) test -count=1 ./cmd/sandbox-resume -run '^TestDocs$$' -update
