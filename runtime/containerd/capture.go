@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,7 +57,7 @@ func (r *Runtime) Container(ctx context.Context, id string) (snapshot.Container,
 	if err != nil {
 		return snapshot.Container{}, fmt.Errorf("container %q: snapshot %s/%s: %w", id, info.Snapshotter, info.SnapshotKey, native(err))
 	}
-	out.SnapshotKind, out.ParentChainID = st.Kind.String(), st.Parent
+	out.SnapshotKind, out.ParentChainID = strings.ToLower(st.Kind.String()), st.Parent
 	task, err := cont.Task(ctx, nil)
 	switch {
 	case errdefs.IsNotFound(native(err)):
@@ -143,14 +144,20 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 		if err := task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !errdefs.IsNotFound(native(err)) {
 			return fmt.Errorf("container %q: kill task: %w", id, native(err))
 		}
+		var resumeErr error
 		if st == client.Paused || st == client.Pausing {
-			if err := task.Resume(ctx); err != nil && !errdefs.IsNotFound(native(err)) {
-				return fmt.Errorf("container %q: resume the killed task: %w", id, native(err))
+			// runc kill --all thaws the cgroup itself; a task still
+			// paused after the kill needs the resume to see its signal.
+			if now, err := task.Status(ctx); err == nil && (now.Status == client.Paused || now.Status == client.Pausing) {
+				resumeErr = task.Resume(ctx)
 			}
 		}
 		select {
 		case <-exitCh:
 		case <-wctx.Done():
+			if resumeErr != nil {
+				return fmt.Errorf("container %q: task did not exit within %s of SIGKILL (resume: %v): %w", id, StopTimeout, native(resumeErr), wctx.Err())
+			}
 			return fmt.Errorf("container %q: task did not exit within %s of SIGKILL: %w", id, StopTimeout, wctx.Err())
 		}
 	}
