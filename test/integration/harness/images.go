@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -216,8 +218,10 @@ func (d *Daemon) Run(t testing.TB, name, id string, args ...string) (string, uin
 		t.Fatalf("harness: daemon %s: new container %s: %v", d.Name, cid, err)
 	}
 	defer c.Delete(context.WithoutCancel(ctx), client.WithSnapshotCleanup)
-	var out bytes.Buffer
-	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, &out, &out), cio.WithFIFODir(d.Dir+"/fifo")))
+	// The shim writes stdout and stderr to a file itself: FIFO copies can
+	// lose the output of a process that exits before they open.
+	logPath := filepath.Join(d.Dir, "run-"+cid+".log")
+	task, err := c.NewTask(ctx, cio.LogFile(logPath))
 	if err != nil {
 		t.Fatalf("harness: daemon %s: new task %s: %v", d.Name, cid, err)
 	}
@@ -235,11 +239,14 @@ func (d *Daemon) Run(t testing.TB, name, id string, args ...string) (string, uin
 		if err != nil {
 			t.Fatalf("harness: daemon %s: %s exit: %v", d.Name, cid, err)
 		}
-		// Stream copies finish after exit; Delete closes the IO.
 		if _, err := task.Delete(ctx); err != nil {
 			t.Fatalf("harness: daemon %s: delete task %s: %v", d.Name, cid, err)
 		}
-		return out.String(), code
+		out, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatalf("harness: daemon %s: output of %s: %v", d.Name, cid, err)
+		}
+		return string(out), code
 	case <-ctx.Done():
 		task.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
 		t.Fatalf("harness: daemon %s: %s did not exit: %v", d.Name, cid, ctx.Err())
