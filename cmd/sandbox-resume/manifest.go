@@ -20,21 +20,26 @@ type manifestOutput struct {
 	ImagePinned bool            `json:"imagePinned"`
 	Manifest    json.RawMessage `json:"manifest"`
 	Excluded    []string        `json:"excluded"`
+	Policy      []string        `json:"policy"`
 }
 
 // newManifestCmd builds `manifest [--lockfile F] PATH|-`: ingest a
 // devcontainer.json and print its address, pinned-ness, core and excluded
 // members. Refused input exits 2.
 func newManifestCmd(g *globalOptions) *cobra.Command {
-	var lockfile string
+	var lockfile, policy string
 	cmd := &cobra.Command{
-		Use:   "manifest [--lockfile F] PATH|-",
+		Use:   "manifest [--lockfile F] [--policy P] PATH|-",
 		Short: "Compute the environment manifest and its address from a devcontainer.json",
 		Long: `Ingest a devcontainer.json (JSONC) strictly, normalize it into the manifest
 core and print its BLAKE3 address, whether it is pinned (image and every
 feature by digest), whether the image is pinned, the excluded (cosmetic and
 networking) members and the core. "-" reads stdin: lockfile discovery is then
-off and ./ features are checked relative to the current directory.`,
+off and ./ features are checked relative to the current directory.
+
+containerEnv names on the reserved-environment policy are refused in any
+letter case (class reserved-env): the default list, a file of names that
+extends it (--policy FILE), or none (--policy none).`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("manifest takes exactly one PATH or -, got %d arguments", len(args))
@@ -42,9 +47,12 @@ off and ./ features are checked relative to the current directory.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := envmanifest.Options{Lockfile: lockfile}
+			reserved, err := envmanifest.LoadPolicy(policy)
+			if err != nil {
+				return usageErrorf("--policy: %v", err)
+			}
+			opts := envmanifest.Options{Lockfile: lockfile, Reserved: reserved}
 			var m *envmanifest.Manifest
-			var err error
 			if args[0] == "-" {
 				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), envmanifest.MaxInputBytes+1))
 				if rerr != nil {
@@ -58,16 +66,17 @@ off and ./ features are checked relative to the current directory.`,
 				return err
 			}
 			if g.output == outputJSON {
-				return writeManifestJSON(cmd.OutOrStdout(), m)
+				return writeManifestJSON(cmd.OutOrStdout(), m, reserved)
 			}
-			return writeManifestText(cmd.OutOrStdout(), m)
+			return writeManifestText(cmd.OutOrStdout(), m, reserved)
 		},
 	}
 	cmd.Flags().StringVar(&lockfile, "lockfile", "", "devcontainer-lock.json to pin features with (default: discovered beside PATH)")
+	cmd.Flags().StringVar(&policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
 	return cmd
 }
 
-func writeManifestJSON(w io.Writer, m *envmanifest.Manifest) error {
+func writeManifestJSON(w io.Writer, m *envmanifest.Manifest, policy []string) error {
 	excluded := m.Excluded
 	if excluded == nil {
 		excluded = []string{}
@@ -78,18 +87,19 @@ func writeManifestJSON(w io.Writer, m *envmanifest.Manifest) error {
 		ImagePinned: m.ImagePinned(),
 		Manifest:    json.RawMessage(m.Canonical),
 		Excluded:    excluded,
+		Policy:      policy,
 	})
 	return nil
 }
 
-func writeManifestText(w io.Writer, m *envmanifest.Manifest) error {
+func writeManifestText(w io.Writer, m *envmanifest.Manifest, policy []string) error {
 	pinned := "unpinned"
 	if m.IsPinned() {
 		pinned = "pinned"
 	}
-	imagePinned := "unpinned"
+	imagePinned := "false (image by tag)"
 	if m.ImagePinned() {
-		imagePinned = "pinned"
+		imagePinned = "true (image by digest)"
 	}
 	excluded := "none"
 	if len(m.Excluded) > 0 {
@@ -106,6 +116,7 @@ func writeManifestText(w io.Writer, m *envmanifest.Manifest) error {
 		fmt.Fprintf(w, "lockfile:    %s %s\n", m.Lockfile, m.LockfilePath)
 	}
 	fmt.Fprintf(w, "excluded:    %s\n", excluded)
+	fmt.Fprintf(w, "policy:      %d reserved environment names\n", len(policy))
 	fmt.Fprintf(w, "manifest:\n%s\n", core.String())
 	if !m.IsPinned() {
 		fmt.Fprintln(w, "note: this manifest is unpinned: its address names a declaration, not bytes, and never supports a cross-host claim")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,8 +45,12 @@ func TestManifestCmdJSON(t *testing.T) {
 	for k := range got {
 		keys = append(keys, k)
 	}
-	if len(got) != 5 {
-		t.Errorf("members %v, want address pinned imagePinned manifest excluded", keys)
+	if len(got) != 6 {
+		t.Errorf("members %v, want address pinned imagePinned manifest excluded policy", keys)
+	}
+	var policy []string
+	if err := json.Unmarshal(got["policy"], &policy); err != nil || !slices.Contains(policy, "LD_PRELOAD") || slices.Contains(policy, "PATH") {
+		t.Errorf("policy = %s, want the default reserved list (with LD_PRELOAD, without PATH)", got["policy"])
 	}
 	wantCore := `{"features":[{"id":"ghcr.io/devcontainers/features/node:1","options":{"version":"20"}},{"id":"ghcr.io/devcontainers/features/rust:1","options":{}}],"image":"docker.io/library/debian@` + digestA + `","schema":"sandbox.env-manifest/1"}`
 	var core bytes.Buffer
@@ -77,7 +82,7 @@ func TestManifestCmdExampleText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"address:     blake3:", "pinned:      unpinned", "imagePinned: unpinned", "excluded:    /customizations /forwardPorts /name", `"schema": "sandbox.env-manifest/1"`} {
+	for _, want := range []string{"address:     blake3:", "pinned:      unpinned", "imagePinned: false (image by tag)", "excluded:    /customizations /forwardPorts /name", `"schema": "sandbox.env-manifest/1"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
@@ -134,5 +139,17 @@ func TestManifestCmdInputAndUsage(t *testing.T) {
 	code, out, stderr := manifestRun(t, "", "--output", "json", "manifest", "--lockfile", lock, cfg)
 	if code != 0 || !strings.Contains(out, `"pinned": true`) || !strings.Contains(out, "features/node@"+digestA) {
 		t.Errorf("exit %d: %s %s", code, out, stderr)
+	}
+}
+
+func TestManifestCmdPolicy(t *testing.T) {
+	in := `{"image":"debian:12","containerEnv":{"Ld_Preload":"/x.so","PATH":"/bin"}}`
+	code, out, _ := manifestRun(t, in, "--output", "json", "manifest", "-")
+	if code != 2 || !strings.Contains(out, `"reserved-env"`) || !strings.Contains(out, `/containerEnv/Ld_Preload`) {
+		t.Fatalf("reserved name in another case: exit %d, want 2 with a reserved-env refusal at /containerEnv/Ld_Preload:\n%s", code, out)
+	}
+	code, out, _ = manifestRun(t, in, "--output", "json", "--policy", "none", "manifest", "-")
+	if code != 0 || !strings.Contains(out, `"policy": []`) {
+		t.Fatalf("--policy none: exit %d, want 0 with an empty policy:\n%s", code, out)
 	}
 }
