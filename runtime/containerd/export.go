@@ -1,0 +1,151 @@
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/images/archive"
+	"github.com/containerd/platforms"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// ArtifactImageName is the image name the artifact manifest carries in an
+// exported archive's index.json ("io.containerd.image.name"; its tag, the
+// run id, is "org.opencontainers.image.ref.name"), so `skopeo inspect --raw
+// oci-archive:run.tar:<run>` and `ctr images import --no-unpack` name it.
+// Import never creates image records from archive names.
+func ArtifactImageName(run string) string { return "sandbox-resume.local/runs:" + run }
+
+// ExportResult is what Export wrote.
+type ExportResult struct {
+	Run      string             `json:"run"`
+	Artifact ocispec.Descriptor `json:"artifact"` // the artifact manifest
+	Base     []string           `json:"base"`     // digests of the base index/manifest included (--with-base), else empty
+	Path     string             `json:"path"`     // the archive file
+	Size     int64              `json:"size"`     // bytes written
+}
+
+// Export writes the migration artifact of the run recorded in refFile as an
+// OCI image layout archive to w (DESIGN "Moving runs"): StoreArtifact, then
+// containerd's archive exporter (core/images/archive.Export through the
+// client) with archive.WithSkipDockerManifest (no Docker manifest.json that
+// would present the ref as an image config), the artifact manifest named
+// ArtifactImageName(run). With withBase the base image goes in as well: its
+// index (ref.base.indexDigest) when the index and every child it lists are
+// complete in the content store, else its platform manifest; both are
+// listed unnamed in index.json.
+//
+// Errors: those of StoreArtifact (2, 5, 6, 7); snapshot.ErrImageUnresolved
+// when withBase and the base's config or a layer is absent; write errors.
+func (r *Runtime) Export(ctx context.Context, refFile []byte, w io.Writer, withBase bool) (*ExportResult, error) {
+	art, err := r.StoreArtifact(ctx, refFile)
+	if err != nil {
+		return nil, err
+	}
+	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
+	opts := []archive.ExportOpt{
+		archive.WithManifest(art.Manifest, ArtifactImageName(art.Ref.Run)),
+		archive.WithSkipDockerManifest(),
+	}
+	if withBase {
+		base, err := r.completeBase(ctx, art.Ref, art.Base)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, archive.WithManifest(base))
+		res.Base = append(res.Base, base.Digest.String())
+	}
+	cw := &countingWriter{w: w}
+	if err := r.client.Export(ctx, cw, opts...); err != nil {
+		return nil, fmt.Errorf("export run %s (artifact %s): %w", art.Ref.Run, art.Manifest.Digest, native(err))
+	}
+	res.Size = cw.n
+	return res, nil
+}
+
+// completeBase returns the descriptor of the base to ship: the index when
+// it and all its children are complete, else the platform manifest, which
+// must be complete (else snapshot.ErrImageUnresolved).
+func (r *Runtime) completeBase(ctx context.Context, ref *snapshot.Ref, manifest ocispec.Descriptor) (ocispec.Descriptor, error) {
+	missing, err := r.MissingContent(ctx, manifest.Digest)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	if len(missing) > 0 {
+		return ocispec.Descriptor{}, fmt.Errorf("run %s: base manifest %s: %d blobs missing (%s): %w", ref.Run, manifest.Digest, len(missing), missing[0], snapshot.ErrImageUnresolved)
+	}
+	if ref.Base.IndexDigest == "" {
+		return manifest, nil
+	}
+	cs := r.client.ContentStore()
+	data, err := readBlob(ctx, cs, ocispec.Descriptor{Digest: ref.Base.IndexDigest})
+	if err != nil {
+		return manifest, nil // the index is not here: the platform manifest alone
+	}
+	mt, err := detectMediaType(data)
+	if err != nil || !images.IsIndexType(mt) {
+		return manifest, nil
+	}
+	idx := ocispec.Descriptor{MediaType: mt, Digest: ref.Base.IndexDigest, Size: int64(len(data))}
+	_, _, _, absent, err := images.Check(ctx, cs, idx, platforms.All)
+	if err != nil || len(absent) > 0 {
+		return manifest, nil
+	}
+	return idx, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ExportFile is Export into the file path, written atomically: a temporary
+// file in the same directory, fsync, rename, fsync of the directory. A
+// failure leaves no file at path (an existing one is kept unchanged).
+func (r *Runtime) ExportFile(ctx context.Context, refFile []byte, path string, withBase bool) (res *ExportResult, err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("export to %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if res, err = r.Export(ctx, refFile, f, withBase); err != nil {
+		return nil, err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return nil, fmt.Errorf("export to %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return nil, fmt.Errorf("export to %s: fsync: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return nil, fmt.Errorf("export to %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("export to %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	res.Path = path
+	return res, nil
+}

@@ -1,0 +1,132 @@
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/containerd/containerd/v2/core/images/archive"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// ImportResult is what Import stored.
+type ImportResult struct {
+	Run      string             `json:"run"`
+	Manifest string             `json:"manifest"` // the ref's manifest address
+	Pinned   bool               `json:"pinned"`
+	Artifact ocispec.Descriptor `json:"artifact"`
+	Lease    string             `json:"lease"` // the run lease now holding the artifact
+	Base     []string           `json:"base"`  // digests of base blobs that came with the archive
+	Blobs    int                `json:"blobs"` // blobs held by the run lease
+	// Ref and RefFile are the verified ref and its file's exact bytes.
+	Ref     *snapshot.Ref `json:"-"`
+	RefFile []byte        `json:"-"`
+}
+
+// Import imports a migration archive (an OCI image layout tar written by
+// Export) from the seekable file f (DESIGN "Moving runs"), in this order:
+//
+//  1. the pre-scan (snapshot.ScanArchive): entry names and types, no
+//     links, no duplicates, every blob's sha256 is its name;
+//  2. snapshot.CheckArchive: index.json names only blobs of the archive
+//     with their sizes, one migration artifact, and its ref verified
+//     against trust (snapshot.OpenRef) before any of its fields is used;
+//     anything else listed must be the ref's base image, complete;
+//  3. containerd's archive importer (core/images/archive.ImportIndex, no
+//     image records: a name in an archive must never re-point an image of
+//     this host) under a temporary lease;
+//  4. every blob checked in the content store (digest and size: the
+//     importer stores a blob under the digest of its bytes whatever its
+//     name, and reports success with a corrupt layer — measured), the
+//     ingested index.json equal to the scanned one, and the diff's diffID
+//     by streaming decompression bounded by uncompressedSize (VerifyDiff);
+//  5. the artifact, the diff and the base blobs that came with it added to
+//     the run lease snapshot.RunLease(run); the temporary lease deleted.
+//
+// Nothing is written outside the content store, and on any failure the
+// temporary lease is deleted synchronously so what it held is collected.
+// Errors: refusals wrap snapshot.ErrArtifactRefused (exit 2); the ref's own
+// are OpenRef's (2, 6); daemon errors are classified with errdefs.
+func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifest.KeyRing) (*ImportResult, error) {
+	a, err := snapshot.ScanArchive(f)
+	if err != nil {
+		return nil, err
+	}
+	art, err := snapshot.CheckArchive(a, trust)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("archive: rewind: %w", err)
+	}
+
+	tmp, done, err := r.tempLease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	lctx := leases.WithLease(ctx, tmp)
+	idx, err := archive.ImportIndex(lctx, r.client.ContentStore(), f)
+	if err != nil {
+		return nil, fmt.Errorf("archive: import: %v: %w", native(err), snapshot.ErrArtifactRefused)
+	}
+	if idx.Digest != a.IndexDigest {
+		return nil, fmt.Errorf("archive: index.json imported as %s, but scanned as %s (the file changed?): %w", idx.Digest, a.IndexDigest, snapshot.ErrArtifactRefused)
+	}
+	want := map[digest.Digest]int64{
+		art.Manifest.Digest:           art.Manifest.Size,
+		digest.FromBytes(art.RefFile): int64(len(art.RefFile)),
+		art.Layer.Digest:              art.Layer.Size,
+	}
+	for _, d := range art.Base {
+		want[d] = a.Blobs[d]
+	}
+	if err := r.checkStored(ctx, want); err != nil {
+		return nil, err
+	}
+	if err := r.VerifyDiff(ctx, art.Ref.RootfsDiff); err != nil {
+		return nil, err
+	}
+	held := []digest.Digest{art.Manifest.Digest, digest.FromBytes(art.RefFile), art.Layer.Digest}
+	held = append(held, art.Base...)
+	lease, err := r.holdRun(ctx, art.Ref, held...)
+	if err != nil {
+		return nil, err
+	}
+	base := make([]string, len(art.Base))
+	for i, d := range art.Base {
+		base[i] = d.String()
+	}
+	return &ImportResult{
+		Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
+		Artifact: art.Manifest, Lease: lease, Base: base, Blobs: len(held),
+		Ref: art.Ref, RefFile: art.RefFile,
+	}, nil
+}
+
+// ImportFile is Import of the archive at path; with out non-empty the
+// verified ref file's exact bytes are then written to out atomically
+// (snapshot.WriteFileAtomic).
+func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifest.KeyRing, out string) (*ImportResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("archive %s: %w", path, err)
+	}
+	defer f.Close()
+	res, err := r.Import(ctx, f, trust)
+	if err != nil {
+		return nil, fmt.Errorf("archive %s: %w", path, err)
+	}
+	if out != "" {
+		if err := snapshot.WriteFileAtomic(out, res.RefFile, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
