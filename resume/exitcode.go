@@ -73,6 +73,10 @@ func Classify(err error) (code int, class string, ok bool) {
 		return ExitRefused, string(ClassBadInput), true
 	case errors.Is(err, snapshot.ErrRunConflict):
 		return ExitClaim, string(ClassClaimConflict), true
+	case errors.Is(err, snapshot.ErrArtifactRefused):
+		return ExitRefused, string(ClassBadInput), true
+	case errors.Is(err, snapshot.ErrSnapshotMissing):
+		return ExitSnapshot, string(ClassSnapshotMissing), true
 	case errors.Is(err, snapshot.ErrInvalidRun):
 		return ExitUsage, "usage", true
 	case errors.Is(err, fs.ErrNotExist):

@@ -67,6 +67,10 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		newResumeCmd(g),
 		newSuspendCmd(g),
 		newDiscardCmd(g),
+		newExportCmd(g),
+		newImportCmd(g),
+		newPushCmd(g),
+		newPullCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+)
+
+// newImportCmd is `import run.tar --trust PUB|DIR [--out ref.json]` (DESIGN
+// "Moving runs"): containerd.Runtime.ImportFile pre-scans the archive,
+// verifies its ref, imports it under the run lease and verifies every blob
+// and the diff's diffID.
+func newImportCmd(g *globalOptions) *cobra.Command {
+	var trustPath, out string
+	cmd := &cobra.Command{
+		Use:   "import run.tar --trust PUB|DIR [--out ref.json]",
+		Short: "Import a migration archive written by export (verified before use)",
+		Long: `Pre-scans the archive (only oci-layout, index.json and blobs/sha256/<hex>
+regular files, the blobs/ directory entries, no links, no duplicates, every
+blob's sha256 equal to its name), verifies the ref against the trusted keys
+before using it, imports the blobs under the run lease, checks each blob's
+digest and size and the diff's diffID (decompression bounded by the recorded
+uncompressedSize), and writes the ref file to --out. A refused archive is
+exit 2 and leaves nothing stored; an untrusted or tampered ref is 6.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("import: exactly one archive argument is required, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if trustPath == "" {
+				return usageErrorf("import: --trust PUB|DIR is required")
+			}
+			trust, err := envmanifest.LoadTrust(trustPath)
+			if err != nil {
+				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+			}
+			ctx := cmd.Context()
+			rt, err := containerd.Connect(ctx, g.address, g.namespace)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			res, err := rt.ImportFile(ctx, args[0], trust, out)
+			if err != nil {
+				return err
+			}
+			if g.output == outputJSON {
+				writeJSON(cmd.OutOrStdout(), res)
+				return nil
+			}
+			pinned := "unpinned"
+			if res.Pinned {
+				pinned = "pinned"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported run %s (%s, %s): artifact %s, %d blobs held by lease %s\n",
+				res.Run, res.Manifest, pinned, res.Artifact.Digest, res.Blobs, res.Lease)
+			if out != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&trustPath, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys (required)")
+	f.StringVar(&out, "out", "", "write the verified ref file here")
+	return cmd
+}
