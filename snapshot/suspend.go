@@ -110,7 +110,8 @@ type SuspendResult struct {
 // An interruption at any point leaves no ref file or a complete one, and
 // calling Suspend again with the same run id completes the suspension
 // (also when the task was left paused). If the diff fails, a task this
-// call paused is resumed.
+// call paused is resumed. A test can hold the process between steps with
+// the environment variable SANDBOX_RESUME_TEST_PAUSE_AT (faultpoint.go).
 func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResult, error) {
 	if req.ContainerID == "" {
 		return nil, errors.New("suspend: no container id")
@@ -198,6 +199,7 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	if err := c.HoldBase(ctx, leaseID, base); err != nil {
 		return nil, fmt.Errorf("suspend: hold base image %s in lease %s: %w", base.ManifestDigest, leaseID, err)
 	}
+	faultPoint("lease")
 
 	// 4. Pause, diff, stop (or resume).
 	pausedHere := false
@@ -208,6 +210,7 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 		}
 		pausedHere = true
 	}
+	faultPoint("pause")
 	diff, err := c.CreateDiff(ctx, leaseID, ctr)
 	if err != nil {
 		if pausedHere {
@@ -217,6 +220,7 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 		}
 		return nil, fmt.Errorf("suspend: diff of container %q (snapshot %s/%s): %w", ctr.ID, ctr.Snapshotter, ctr.SnapshotKey, err)
 	}
+	faultPoint("diff")
 	kept := false
 	switch {
 	case req.KeepRunning && (ctr.Task == TaskRunning || ctr.Task == TaskPausing || ctr.Task == TaskPaused):
@@ -229,6 +233,8 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 			return nil, fmt.Errorf("suspend: stop task of %q: %w", ctr.ID, err)
 		}
 	}
+
+	faultPoint("stop")
 
 	// 5. Ref blob, labels, ref file.
 	ref := &Ref{
@@ -253,9 +259,11 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	if err != nil {
 		return nil, fmt.Errorf("suspend: write ref blob under lease %s: %w", leaseID, err)
 	}
+	faultPoint("refblob")
 	if err := c.SetContainerLabels(ctx, ctr.ID, map[string]string{LabelRun: run, LabelManifest: m.Address}); err != nil {
 		return nil, fmt.Errorf("suspend: label container %q: %w", ctr.ID, err)
 	}
+	faultPoint("label")
 	if err := WriteFileAtomic(out, file, 0o644); err != nil {
 		return nil, fmt.Errorf("suspend: %w", err)
 	}
