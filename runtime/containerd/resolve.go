@@ -56,7 +56,7 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (snapshot.Base, 
 	)
 	if dg, ok := named.(reference.Digested); ok {
 		d := dg.Digest()
-		data, err = readBlob(ctx, cs, ocispec.Descriptor{Digest: d})
+		data, err = r.readBlob(ctx, cs, ocispec.Descriptor{Digest: d})
 		if err != nil {
 			return snapshot.Base{}, fmt.Errorf("image %q: %w", name, err)
 		}
@@ -111,10 +111,10 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (snapshot.Base, 
 // chooseManifest reads the index idx (data when already read) and returns the
 // first child matching the host platform (platforms.OnlyStrict, ordered by
 // its Less), with the platform it matched.
-func (r *Runtime) chooseManifest(ctx context.Context, cs content.Provider, idx ocispec.Descriptor, data []byte) (ocispec.Descriptor, *ocispec.Platform, error) {
+func (r *Runtime) chooseManifest(ctx context.Context, cs content.Store, idx ocispec.Descriptor, data []byte) (ocispec.Descriptor, *ocispec.Platform, error) {
 	var err error
 	if data == nil {
-		if data, err = readBlob(ctx, cs, idx); err != nil {
+		if data, err = r.readBlob(ctx, cs, idx); err != nil {
 			return ocispec.Descriptor{}, nil, err
 		}
 	}
@@ -154,10 +154,10 @@ func (r *Runtime) chooseManifest(ctx context.Context, cs content.Provider, idx o
 
 // readManifest reads the manifest desc (data when already read) and its image
 // config.
-func (r *Runtime) readManifest(ctx context.Context, cs content.Provider, desc ocispec.Descriptor, data []byte) (ocispec.Manifest, ocispec.Image, error) {
+func (r *Runtime) readManifest(ctx context.Context, cs content.Store, desc ocispec.Descriptor, data []byte) (ocispec.Manifest, ocispec.Image, error) {
 	var err error
 	if data == nil {
-		if data, err = readBlob(ctx, cs, desc); err != nil {
+		if data, err = r.readBlob(ctx, cs, desc); err != nil {
 			return ocispec.Manifest{}, ocispec.Image{}, err
 		}
 	}
@@ -169,7 +169,7 @@ func (r *Runtime) readManifest(ctx context.Context, cs content.Provider, desc oc
 		return ocispec.Manifest{}, ocispec.Image{}, fmt.Errorf("manifest %s: config %s has media type %q, not an image config: %w",
 			desc.Digest, m.Config.Digest, m.Config.MediaType, errdefs.ErrInvalidArgument)
 	}
-	cb, err := readBlob(ctx, cs, m.Config)
+	cb, err := r.readBlob(ctx, cs, m.Config)
 	if err != nil {
 		return ocispec.Manifest{}, ocispec.Image{}, fmt.Errorf("manifest %s: config: %w", desc.Digest, err)
 	}
@@ -207,7 +207,30 @@ func detectMediaType(data []byte) (string, error) {
 	return "", fmt.Errorf("media type %q is not an image index or manifest: %w", idx.MediaType, errdefs.ErrInvalidArgument)
 }
 
-// readBlob reads a small blob from the content store and checks its digest.
+// readBlob reads a small blob through r's cache: cached bytes are returned
+// after Info confirmed the blob is present; read bytes are verified and
+// cached.
+func (r *Runtime) readBlob(ctx context.Context, cs content.Store, desc ocispec.Descriptor) ([]byte, error) {
+	if err := desc.Digest.Validate(); err != nil {
+		return nil, fmt.Errorf("digest %q: %w: %w", desc.Digest, errdefs.ErrInvalidArgument, err)
+	}
+	if b, ok := r.cache.get(desc.Digest); ok {
+		if _, err := cs.Info(ctx, desc.Digest); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", desc.Digest, native(err))
+		}
+		return b, nil
+	}
+	b, err := readBlob(ctx, cs, desc)
+	if err == nil {
+		r.cache.put(desc.Digest, b)
+	}
+	return b, err
+}
+
+// readBlob reads a small blob (at most maxMetadataSize bytes) from the
+// content store and checks its digest. Errors name the digest:
+// errdefs.ErrNotFound when absent, errdefs.ErrInvalidArgument when too large
+// or the digest is invalid, errdefs.ErrDataLoss when the bytes do not match.
 func readBlob(ctx context.Context, cs content.Provider, desc ocispec.Descriptor) ([]byte, error) {
 	if err := desc.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("digest %q: %w: %w", desc.Digest, errdefs.ErrInvalidArgument, err)
@@ -247,7 +270,7 @@ func (r *Runtime) MissingContent(ctx context.Context, manifest digest.Digest) ([
 		return nil, fmt.Errorf("manifest digest %q: %w: %w", manifest, errdefs.ErrInvalidArgument, err)
 	}
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: manifest}
-	_, _, _, missing, err := images.Check(ctx, r.client.ContentStore(), desc, platforms.All)
+	_, _, _, missing, err := images.Check(ctx, cachedProvider{r.client.ContentStore(), &r.cache}, desc, platforms.All)
 	if err != nil {
 		err = native(err)
 		if !errdefs.IsNotFound(err) && !errdefs.IsUnavailable(err) && !errdefs.IsCanceled(err) && !errdefs.IsDeadlineExceeded(err) {

@@ -39,6 +39,7 @@ type Runtime struct {
 	hostIDOverride string
 	platform       ocispec.Platform
 	matcher        platforms.MatchComparer
+	cache          blobCache
 }
 
 type options struct {

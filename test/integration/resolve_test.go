@@ -281,3 +281,21 @@ func BenchmarkResolveAndPresence(b *testing.B) {
 	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(times[len(times)*9/10].Microseconds()), "p90-µs")
 }
+
+// BenchmarkContentInfo is the floor BenchmarkResolveAndPresence is built
+// from: one content store Info round trip to a warm daemon.
+// ResolveImage + MissingContent of a one-layer index make 7 such unary
+// calls (image Get; Info of index, manifest, config with their bytes cached;
+// images.Check's Info of manifest, config, layer).
+func BenchmarkContentInfo(b *testing.B) {
+	d := harness.Start(b, "benchinfo")
+	bb := harness.ImportBusybox(b, d, "busybox:1")
+	cs := d.Client.ContentStore()
+	c := d.Context(b)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := cs.Info(c, bb.Manifest); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
