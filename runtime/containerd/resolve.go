@@ -3,8 +3,11 @@ package containerd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
@@ -73,13 +76,30 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (snapshot.Base, 
 		target = img.Target
 	}
 
+	// Fast path: when the index, manifest and config bytes are all cached,
+	// resolve from the cache and confirm their presence with concurrent Info
+	// calls. Anything else (a miss, an absent blob, an error) takes the
+	// sequential path, which reads and reports.
+	dry := &blobReader{r: r, cs: cs, dry: true}
+	if base, err := r.resolveTarget(ctx, dry, name, target, data); err == nil && r.present(ctx, cs, dry.touched) {
+		return base, nil
+	}
+	return r.resolveTarget(ctx, &blobReader{r: r, cs: cs}, name, target, data)
+}
+
+// resolveTarget resolves target (an index or manifest; data holds its bytes
+// when already read) for the host platform, reading blobs through rd.
+func (r *Runtime) resolveTarget(ctx context.Context, rd *blobReader, name string, target ocispec.Descriptor, data []byte) (snapshot.Base, error) {
 	base := snapshot.Base{Name: name}
 	manifestDesc := target
-	var manifestPlatform *ocispec.Platform
+	var (
+		manifestPlatform *ocispec.Platform
+		err              error
+	)
 	switch {
 	case images.IsIndexType(target.MediaType):
 		base.IndexDigest = target.Digest
-		manifestDesc, manifestPlatform, err = r.chooseManifest(ctx, cs, target, data)
+		manifestDesc, manifestPlatform, err = r.chooseManifest(ctx, rd, target, data)
 		if err != nil {
 			return snapshot.Base{}, fmt.Errorf("image %q: %w", name, err)
 		}
@@ -90,7 +110,7 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (snapshot.Base, 
 			name, target.Digest, target.MediaType, errdefs.ErrInvalidArgument)
 	}
 
-	m, cfg, err := r.readManifest(ctx, cs, manifestDesc, data)
+	m, cfg, err := r.readManifest(ctx, rd, manifestDesc, data)
 	if err != nil {
 		return snapshot.Base{}, fmt.Errorf("image %q: %w", name, err)
 	}
@@ -108,13 +128,59 @@ func (r *Runtime) ResolveImage(ctx context.Context, ref string) (snapshot.Base, 
 	return base, nil
 }
 
+// errCacheMiss ends a dry resolution at the first blob not in the cache.
+var errCacheMiss = errors.New("not cached")
+
+// blobReader reads the blobs of one resolution. A dry reader answers only
+// from r's cache, without asking the daemon, and records the digests it
+// served in touched; a normal reader is Runtime.readBlob.
+type blobReader struct {
+	r       *Runtime
+	cs      content.Store
+	dry     bool
+	touched []digest.Digest
+}
+
+func (b *blobReader) read(ctx context.Context, desc ocispec.Descriptor) ([]byte, error) {
+	if !b.dry {
+		return b.r.readBlob(ctx, b.cs, desc)
+	}
+	data, ok := b.r.cache.get(desc.Digest)
+	if !ok {
+		return nil, errCacheMiss
+	}
+	b.touched = append(b.touched, desc.Digest)
+	return data, nil
+}
+
+// present reports whether every digest is in the content store, asking Info
+// for all of them concurrently.
+func (r *Runtime) present(ctx context.Context, cs content.Store, dgsts []digest.Digest) bool {
+	var (
+		wg sync.WaitGroup
+		ok atomic.Bool
+	)
+	ok.Store(true)
+	for _, d := range dgsts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := cs.Info(ctx, d); err != nil {
+				ok.Store(false)
+			}
+		}()
+	}
+	wg.Wait()
+	return ok.Load()
+}
+
 // chooseManifest reads the index idx (data when already read) and returns the
 // first child matching the host platform (platforms.OnlyStrict, ordered by
 // its Less), with the platform it matched.
-func (r *Runtime) chooseManifest(ctx context.Context, cs content.Store, idx ocispec.Descriptor, data []byte) (ocispec.Descriptor, *ocispec.Platform, error) {
+func (r *Runtime) chooseManifest(ctx context.Context, rd *blobReader, idx ocispec.Descriptor, data []byte) (ocispec.Descriptor, *ocispec.Platform, error) {
 	var err error
 	if data == nil {
-		if data, err = r.readBlob(ctx, cs, idx); err != nil {
+		if data, err = rd.read(ctx, idx); err != nil {
 			return ocispec.Descriptor{}, nil, err
 		}
 	}
@@ -135,7 +201,7 @@ func (r *Runtime) chooseManifest(ctx context.Context, cs content.Store, idx ocis
 		if d.Platform != nil {
 			p = platforms.Normalize(*d.Platform)
 		} else {
-			_, cfg, err := r.readManifest(ctx, cs, d, nil)
+			_, cfg, err := r.readManifest(ctx, rd, d, nil)
 			if err != nil {
 				return ocispec.Descriptor{}, nil, fmt.Errorf("index %s: %w", idx.Digest, err)
 			}
@@ -154,10 +220,10 @@ func (r *Runtime) chooseManifest(ctx context.Context, cs content.Store, idx ocis
 
 // readManifest reads the manifest desc (data when already read) and its image
 // config.
-func (r *Runtime) readManifest(ctx context.Context, cs content.Store, desc ocispec.Descriptor, data []byte) (ocispec.Manifest, ocispec.Image, error) {
+func (r *Runtime) readManifest(ctx context.Context, rd *blobReader, desc ocispec.Descriptor, data []byte) (ocispec.Manifest, ocispec.Image, error) {
 	var err error
 	if data == nil {
-		if data, err = r.readBlob(ctx, cs, desc); err != nil {
+		if data, err = rd.read(ctx, desc); err != nil {
 			return ocispec.Manifest{}, ocispec.Image{}, err
 		}
 	}
@@ -169,7 +235,7 @@ func (r *Runtime) readManifest(ctx context.Context, cs content.Store, desc ocisp
 		return ocispec.Manifest{}, ocispec.Image{}, fmt.Errorf("manifest %s: config %s has media type %q, not an image config: %w",
 			desc.Digest, m.Config.Digest, m.Config.MediaType, errdefs.ErrInvalidArgument)
 	}
-	cb, err := r.readBlob(ctx, cs, m.Config)
+	cb, err := rd.read(ctx, m.Config)
 	if err != nil {
 		return ocispec.Manifest{}, ocispec.Image{}, fmt.Errorf("manifest %s: config: %w", desc.Digest, err)
 	}
