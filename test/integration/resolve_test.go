@@ -189,6 +189,7 @@ func TestDaemonsAreSeparateHosts(t *testing.T) {
 			t.Fatalf("daemons %s and %s share host id %s", other, d.Name, h.ID)
 		}
 		seen[h.ID] = d.Name
+		t.Logf("daemon %s: host id %s, started in %s", d.Name, h.ID, d.StartTime)
 		if !strings.HasPrefix(h.ContainerdVersion, "2.") || h.Snapshotter != "overlayfs" || h.Platform != platformString() {
 			t.Errorf("daemon %s: host facts %+v", d.Name, h)
 		}

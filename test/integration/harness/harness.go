@@ -94,6 +94,9 @@ type Daemon struct {
 	Address   string // absolute path of the gRPC socket
 	LogPath   string // the daemon's stdout and stderr
 	Client    *client.Client
+	// StartTime is how long the last start took, from exec to a clean
+	// plugin check.
+	StartTime time.Duration
 
 	t      testing.TB
 	config string
@@ -163,6 +166,8 @@ func daemonPath(bin string) string {
 
 func (d *Daemon) start(t testing.TB, bin string) {
 	t.Helper()
+	began := time.Now()
+	defer func() { d.StartTime = time.Since(began) }()
 	logf, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
