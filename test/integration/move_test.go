@@ -271,6 +271,7 @@ func TestMovePushPull(t *testing.T) {
 	wantRefused(t, code, v, 0, "", "")
 
 	// A second pull finds the base and fetches nothing for it.
+	pl = containerd.PullResult{}
 	mustCLI(t, c, "", &pl, "pull", "--plain-http", "--trust", s.pub, target, "--out", refOut)
 	if pl.BaseFrom != "" {
 		t.Errorf("second pull fetched the base again from %s", pl.BaseFrom)
@@ -304,6 +305,7 @@ func TestMovePushPull(t *testing.T) {
 		mustCLI(t, c, ns, nil, "import", tarPath, "--trust", s.pub, "--out", out)
 		code, v := check(t, c, ns, withRef(s, out), pinned)
 		wantRefused(t, code, v, 5, resume.ClassImageUnresolved, resume.CheckImage)
+		pl = containerd.PullResult{}
 		mustCLI(t, c, ns, &pl, "pull", "--plain-http", "--trust", s.pub, target, "--out", out)
 		if pl.BaseFrom == "" {
 			t.Errorf("pull did not fetch the missing base")
