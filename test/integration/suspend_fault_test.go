@@ -1,0 +1,453 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
+)
+
+// The fault trials of DESIGN "Suspend" (issue 5, item 5): the suspend
+// process is SIGKILLed between its steps, what it left is read back from the
+// daemon (run lease, the blobs the lease holds, task status, container
+// labels) and the file system (the --out path), and a rerun with the same
+// --run must complete the suspension.
+
+// pauseAtEnv is the fault-point variable of snapshot/faultpoint.go.
+const pauseAtEnv = "SANDBOX_RESUME_TEST_PAUSE_AT"
+
+// faultSteps are the fault points Suspend honours, in order.
+var faultSteps = []string{"lease", "pause", "diff", "stop", "refblob", "label"}
+
+// The intermediate states the trials must each observe at least twice
+// (issue 5, item 5), and the others they count.
+const (
+	stateLeaseOnly  = "run lease only"           // lease, nothing under it but the base, task untouched
+	stateDiffNoRef  = "diff blob, no ref blob"   // the diff is stored, the ref blob is not
+	stateRefNoFile  = "ref blob, no ref file"    // the ref blob is stored, --out is absent
+	stateTaskPaused = "task left paused"         // the task is paused
+	stateNothing    = "nothing (no run lease)"   // killed before step 3
+	stateComplete   = "complete (ref file)"      // killed after the rename (or never)
+	stateLeaseEmpty = "run lease, base not held" // killed between CreateLease and HoldBase
+	stateLeftovers  = "interrupted diff's ingest or view snapshot under the lease"
+)
+
+// faultState is what a killed suspend left behind.
+type faultState struct {
+	lease     bool          // the run lease exists
+	held      bool          // the lease holds every blob of the base image
+	diff      digest.Digest // a zstd layer blob the lease holds ("" none)
+	refBlob   digest.Digest // a ref blob the lease holds ("" none)
+	refFile   []byte        // the --out file (nil when absent)
+	task      snapshot.TaskState
+	labelled  bool     // the container carries io.sandbox-resume.run = run
+	tempFiles []string // leftover temporary files beside --out
+	leftovers []string // non-content resources of the lease ("<type> <id>")
+}
+
+func (s faultState) String() string {
+	return fmt.Sprintf("lease=%t held=%t diff=%q refBlob=%q refFile=%t task=%q labelled=%t temp=%v leftovers=%v",
+		s.lease, s.held, s.diff, s.refBlob, s.refFile != nil, s.task, s.labelled, s.tempFiles, s.leftovers)
+}
+
+// names are the states s counts as.
+func (s faultState) names() []string {
+	var out []string
+	switch {
+	case s.refFile != nil:
+		out = append(out, stateComplete)
+	case !s.lease:
+		out = append(out, stateNothing)
+	case !s.held:
+		out = append(out, stateLeaseEmpty)
+	case s.diff == "" && s.refBlob == "" && s.task == snapshot.TaskRunning:
+		out = append(out, stateLeaseOnly)
+	case s.diff != "" && s.refBlob == "":
+		out = append(out, stateDiffNoRef)
+	case s.refBlob != "":
+		out = append(out, stateRefNoFile)
+	}
+	if s.task == snapshot.TaskPaused {
+		out = append(out, stateTaskPaused)
+	}
+	return out
+}
+
+// faultRig is one daemon with the busybox image, the CLI and the signer.
+type faultRig struct {
+	d    *harness.Daemon
+	rt   *ctrd.Runtime
+	im   harness.BusyboxImage
+	env  suspendEnv
+	base map[digest.Digest]bool // the blobs HoldBase puts in the lease
+}
+
+func (r *faultRig) args(cid, run, out string) []string {
+	return []string{"--address", r.d.Address, "--namespace", r.d.Namespace, "suspend",
+		"--container", cid, "--config", r.env.cfg, "--key", r.env.key, "--run", run, "--out", out}
+}
+
+// killAt starts the suspend process with the fault point step and SIGKILLs
+// it as soon as it reports reaching it.
+func (r *faultRig) killAt(t *testing.T, step, cid, run, out string) {
+	t.Helper()
+	cmd := exec.Command(cli(t), r.args(cid, run, out)...)
+	cmd.Env = append(os.Environ(), pauseAtEnv+"="+step)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	want := "fault point " + step + " reached"
+	reached := make(chan bool, 1)
+	var seen bytes.Buffer
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			seen.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), want) {
+				reached <- true
+				io.Copy(io.Discard, stderr)
+				return
+			}
+		}
+		reached <- false
+	}()
+	var ok bool
+	select {
+	case ok = <-reached:
+	case <-time.After(30 * time.Second):
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill suspend (pid %d): %v", cmd.Process.Pid, err)
+	}
+	werr := cmd.Wait()
+	if !ok {
+		t.Fatalf("suspend never reached fault point %s (exit: %v); stderr:\n%s", step, werr, seen.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || !ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("suspend at fault point %s was not killed by the signal: %v", step, werr)
+	}
+}
+
+// killAfter starts the suspend process without a fault point and SIGKILLs it
+// after delay (or lets it finish when it is quicker). It reports whether the
+// kill arrived before the process ended.
+func (r *faultRig) killAfter(t *testing.T, delay time.Duration, cid, run, out string) bool {
+	t.Helper()
+	cmd := exec.Command(cli(t), r.args(cid, run, out)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("suspend ended before the kill with %v: %s", err, stderr.String())
+		}
+		return false
+	case <-time.After(delay):
+		cmd.Process.Kill()
+		<-done
+		return true
+	}
+}
+
+// observe reads the state a suspend of cid with run left.
+func (r *faultRig) observe(t *testing.T, ctx context.Context, cid, run, out string) faultState {
+	t.Helper()
+	var s faultState
+	lease := snapshot.RunLease(run)
+	_, err := r.rt.Lease(ctx, lease)
+	switch {
+	case err == nil:
+		s.lease = true
+	case errdefs.IsNotFound(err):
+	default:
+		t.Fatal(err)
+	}
+	if s.lease {
+		rs, err := r.d.Client.LeasesService().ListResources(ctx, leases.Lease{ID: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := r.d.Client.ContentStore()
+		n := 0
+		for _, res := range rs {
+			if res.Type != "content" {
+				// A diff interrupted by the kill leaves its ingest and
+				// its parent view snapshot under the lease.
+				s.leftovers = append(s.leftovers, res.Type+" "+res.ID)
+				continue
+			}
+			d := digest.Digest(res.ID)
+			if r.base[d] {
+				n++
+				continue
+			}
+			data := readAll(t, ctx, cs, d)
+			switch {
+			case bytes.HasPrefix(data, []byte{0x28, 0xb5, 0x2f, 0xfd}): // zstd frame
+				if s.diff != "" {
+					t.Errorf("lease %s holds two layer blobs, %s and %s", lease, s.diff, d)
+				}
+				s.diff = d
+			case bytes.HasPrefix(data, []byte("{")):
+				if _, err := snapshot.OpenRef(data, r.env.trust); err != nil {
+					t.Errorf("lease %s holds ref blob %s that does not verify: %v", lease, d, err)
+				}
+				s.refBlob = d
+			default:
+				t.Errorf("lease %s holds blob %s that is neither the base, a zstd layer nor a ref (%d bytes)", lease, d, len(data))
+			}
+		}
+		s.held = n == len(r.base)
+	}
+	c, err := r.rt.Container(ctx, cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.task, s.labelled = c.Task, c.Labels[snapshot.LabelRun] == run
+	if b, err := os.ReadFile(out); err == nil {
+		s.refFile = b
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	s.tempFiles, _ = filepath.Glob(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"))
+	return s
+}
+
+func readAll(t *testing.T, ctx context.Context, cs content.Store, d digest.Digest) []byte {
+	t.Helper()
+	info, err := cs.Info(ctx, d)
+	if err != nil {
+		t.Fatalf("lease resource %s: %v", d, err)
+	}
+	b, err := content.ReadBlob(ctx, cs, ocispec.Descriptor{Digest: d, Size: info.Size})
+	if err != nil {
+		t.Fatalf("read %s: %v", d, err)
+	}
+	return b
+}
+
+// wantAtStep is the state each fault point must leave.
+func wantAtStep(t *testing.T, step string, s faultState) {
+	t.Helper()
+	ok := s.lease && s.held && s.refFile == nil
+	switch step {
+	case "lease":
+		ok = ok && s.diff == "" && s.refBlob == "" && s.task == snapshot.TaskRunning && !s.labelled
+	case "pause":
+		ok = ok && s.diff == "" && s.refBlob == "" && s.task == snapshot.TaskPaused && !s.labelled
+	case "diff":
+		ok = ok && s.diff != "" && s.refBlob == "" && s.task == snapshot.TaskPaused && !s.labelled
+	case "stop":
+		ok = ok && s.diff != "" && s.refBlob == "" && s.task == snapshot.TaskNone && !s.labelled
+	case "refblob":
+		ok = ok && s.diff != "" && s.refBlob != "" && s.task == snapshot.TaskNone && !s.labelled
+	case "label":
+		ok = ok && s.diff != "" && s.refBlob != "" && s.task == snapshot.TaskNone && s.labelled
+	default:
+		t.Fatalf("unknown step %q", step)
+	}
+	if !ok {
+		t.Errorf("killed at fault point %s, found %v", step, s)
+	}
+}
+
+// checkInvariants holds for every state a kill can leave: the ref file is
+// absent or complete (it verifies and is the ref blob), and nothing is
+// stored out of order.
+func (r *faultRig) checkInvariants(t *testing.T, s faultState) {
+	t.Helper()
+	if s.refFile != nil {
+		if _, err := snapshot.OpenRef(s.refFile, r.env.trust); err != nil {
+			t.Errorf("a partial or invalid ref file was left (%d bytes): %v", len(s.refFile), err)
+		}
+		if digest.FromBytes(s.refFile) != s.refBlob {
+			t.Errorf("ref file %s is not the ref blob %q", digest.FromBytes(s.refFile), s.refBlob)
+		}
+	}
+	if s.refBlob != "" && s.diff == "" {
+		t.Errorf("a ref blob without its diff: %v", s)
+	}
+	if (s.diff != "" || s.refBlob != "") && !s.lease {
+		t.Errorf("blobs without the run lease: %v", s)
+	}
+}
+
+// rerun runs suspend again with the same --run and checks the result
+// against what the killed attempt left.
+func (r *faultRig) rerun(t *testing.T, ctx context.Context, cid, run, out string, before faultState) {
+	t.Helper()
+	stdout, code := runCLI(t, r.d, "--output", "json", "suspend", "--container", cid, "--config", r.env.cfg,
+		"--key", r.env.key, "--run", run, "--out", out)
+	if code != 0 {
+		t.Fatalf("rerun after %v: exit %d", before, code)
+	}
+	after := r.observe(t, ctx, cid, run, out)
+	if after.refFile == nil {
+		t.Fatalf("rerun exited 0 without a ref file")
+	}
+	if string(after.refFile) != stdout {
+		t.Errorf("rerun printed something else than its ref file")
+	}
+	ref, err := snapshot.OpenRef(after.refFile, r.env.trust)
+	if err != nil {
+		t.Fatalf("rerun's ref does not verify: %v", err)
+	}
+	r.checkInvariants(t, after)
+	if ref.Run != run || ref.RootfsDiff.Digest != after.diff || !after.held || after.task != snapshot.TaskNone || !after.labelled {
+		t.Errorf("after the rerun: ref run %q diff %s; found %v", ref.Run, ref.RootfsDiff.Digest, after)
+	}
+	if ref.Base.ManifestDigest != r.im.Manifest {
+		t.Errorf("rerun's ref base manifest %s, want %s", ref.Base.ManifestDigest, r.im.Manifest)
+	}
+	// The diff is deterministic and the creation time comes from the run
+	// lease, so the rerun stores what the killed attempt had stored.
+	if before.diff != "" && before.diff != after.diff {
+		t.Errorf("the killed attempt stored diff %s, the rerun %s", before.diff, after.diff)
+	}
+	if before.refBlob != "" && before.refBlob != after.refBlob {
+		t.Errorf("the killed attempt stored ref blob %s, the rerun %s", before.refBlob, after.refBlob)
+	}
+}
+
+// TestSuspendFaultTrials SIGKILLs the suspend process at each fault point
+// (three trials each) and at random moments (six trials; the seed is
+// logged), classifies what it left and reruns it: every state keeps the ref
+// file absent or complete, and every rerun completes with a verifying ref.
+// Each intermediate state of issue 5 must be observed at least twice.
+func TestSuspendFaultTrials(t *testing.T) {
+	d := harness.Start(t, "fault")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	r := &faultRig{d: d, rt: d.Connect(t, ""), im: im, env: newSuspendEnv(t, "busybox:1"),
+		base: map[digest.Digest]bool{im.Index: true, im.Manifest: true, im.Config: true}}
+	for _, l := range im.Image.Layers {
+		r.base[l.Digest] = true
+	}
+	ctx := d.Context(t)
+
+	// Two uninterrupted suspends: they must succeed, and the quicker one
+	// (the first runs cold) sets the range of the random kill times.
+	full := time.Duration(1<<63 - 1)
+	for _, id := range []string{"f0a", "f0b"} {
+		cid := runningContainer(t, d, im.Name, id)
+		run := "fault-" + id
+		out := filepath.Join(r.env.dir, run+".ref.json")
+		start := time.Now()
+		if _, code := runCLI(t, d, r.args(cid, run, out)[4:]...); code != 0 {
+			t.Fatalf("uninterrupted suspend: exit %d", code)
+		}
+		full = min(full, time.Since(start))
+		if s := r.observe(t, ctx, cid, run, out); s.refFile == nil || !s.labelled || s.task != snapshot.TaskNone {
+			t.Fatalf("uninterrupted suspend left %v", s)
+		}
+	}
+	t.Logf("an uninterrupted suspend process takes %s", full)
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("random kill times: seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	type trial struct {
+		step  string        // a fault point, or "" for a random kill
+		delay time.Duration // the random kill time
+	}
+	var trials []trial
+	for range 3 {
+		for _, s := range faultSteps {
+			trials = append(trials, trial{step: s})
+		}
+	}
+	for range 6 {
+		trials = append(trials, trial{delay: time.Duration(rng.Int64N(int64(full)))})
+	}
+
+	counts := map[string]int{}
+	leftoverRuns := map[string][]string{} // run → leftovers of an interrupted diff
+	for i, tr := range trials {
+		n := i + 1
+		cid := runningContainer(t, d, im.Name, fmt.Sprintf("f%d", n))
+		run := fmt.Sprintf("fault-%d", n)
+		out := filepath.Join(r.env.dir, run+".ref.json")
+		how := "at fault point " + tr.step
+		if tr.step != "" {
+			r.killAt(t, tr.step, cid, run, out)
+		} else {
+			how = fmt.Sprintf("after %s", tr.delay.Round(time.Millisecond))
+			if !r.killAfter(t, tr.delay, cid, run, out) {
+				how += " (it had finished)"
+			}
+		}
+		s := r.observe(t, ctx, cid, run, out)
+		names := s.names()
+		t.Logf("trial %d: killed %s: %s [%v]", n, how, strings.Join(names, ", "), s)
+		for _, name := range names {
+			counts[name]++
+		}
+		if len(s.leftovers) > 0 {
+			counts[stateLeftovers]++
+			leftoverRuns[run] = s.leftovers
+		}
+		if tr.step != "" {
+			wantAtStep(t, tr.step, s)
+		}
+		r.checkInvariants(t, s)
+		r.rerun(t, ctx, cid, run, out, s)
+	}
+
+	var summary []string
+	for name, c := range counts {
+		summary = append(summary, fmt.Sprintf("%s: %d", name, c))
+	}
+	slices.Sort(summary)
+	t.Logf("%d trials: %s", len(trials), strings.Join(summary, "; "))
+	// What an interrupted diff left under the run lease goes with discard.
+	for run, left := range leftoverRuns {
+		if _, code := runCLI(t, d, "discard", "--run", run); code != 0 {
+			t.Errorf("discard --run %s: exit %d", run, code)
+		}
+		for _, l := range left {
+			typ, id, _ := strings.Cut(l, " ")
+			if sn, ok := strings.CutPrefix(typ, "snapshots/"); ok {
+				if _, err := d.Client.SnapshotService(sn).Stat(ctx, id); !errdefs.IsNotFound(err) {
+					t.Errorf("after discard --run %s, snapshot %s/%s: %v, want not found", run, sn, id, err)
+				}
+			}
+		}
+	}
+
+	for _, name := range []string{stateLeaseOnly, stateDiffNoRef, stateRefNoFile, stateTaskPaused} {
+		if counts[name] < 2 {
+			t.Errorf("state %q observed %d times, want at least 2", name, counts[name])
+		}
+	}
+}
