@@ -23,13 +23,18 @@ type Facts interface {
 	// ResolveImage resolves a normalized image reference through the content
 	// store for the host platform (platforms.OnlyStrict): the index digest when
 	// the reference names an index, the platform manifest, its config and the
-	// config's diffIDs. A reference with a digest resolves that digest.
+	// config's diffIDs. A reference with a digest resolves that digest as a
+	// content store key (the image store is not consulted; a tag beside the
+	// digest is dropped). Errors: errdefs.ErrInvalidArgument for a reference
+	// that does not parse; errdefs.ErrNotFound for an unknown name, an absent
+	// index, manifest or config, or no manifest for the host platform.
 	ResolveImage(ctx context.Context, ref string) (snapshot.Base, error)
 
 	// MissingContent returns the digests among the manifest, its config and
 	// every layer that are absent from the content store, in manifest order
 	// (nil when all are present). An absent manifest is reported as missing,
-	// not as an error.
+	// not as an error; errdefs.ErrInvalidArgument when the digest is invalid
+	// or names a blob that is not a manifest (an index, say).
 	MissingContent(ctx context.Context, manifest digest.Digest) ([]digest.Digest, error)
 
 	// BlobSize returns the size in bytes of a blob in the content store, or an
