@@ -85,6 +85,19 @@ func TestTagResolvesToRecordedDigests(t *testing.T) {
 	}
 }
 
+func TestSingleManifestResolvesWithoutIndex(t *testing.T) {
+	d := harness.Start(t, "single")
+	bb := harness.ImportBusyboxManifest(t, d, "busybox:1-single")
+	got, err := d.Connect(t, "").ResolveImage(ctx(t), "busybox:1-single")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "docker.io/library/busybox:1-single" || got.IndexDigest != "" || got.ManifestDigest != bb.Manifest ||
+		got.ConfigDigest != bb.Config || got.Platform != bb.Platform || !slices.Equal(got.DiffIDs, bb.DiffIDs) {
+		t.Fatalf("ResolveImage(single manifest) = %+v, want manifest %s config %s and no index", got, bb.Manifest, bb.Config)
+	}
+}
+
 func TestRepointedNameResolvesDifferently(t *testing.T) {
 	d := harness.Start(t, "repoint")
 	first := harness.ImportBusybox(t, d, "busybox:1")

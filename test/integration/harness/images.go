@@ -195,6 +195,28 @@ func ImportBusyboxVariant(t testing.TB, d *Daemon, name, marker string) BusyboxI
 	}
 }
 
+// ImportBusyboxManifest writes the busybox image (marker "busybox") and
+// points name (normalized first) at its single-platform manifest for the
+// host platform instead of the index; the returned Index is empty.
+func ImportBusyboxManifest(t testing.TB, d *Daemon, name string) BusyboxImage {
+	t.Helper()
+	n, err := reference.ParseDockerRef(name)
+	if err != nil {
+		t.Fatalf("harness: image name %q: %v", name, err)
+	}
+	im := Busybox(t, "busybox")
+	d.Put(t, "", im)
+	d.Tag(t, "", n.String(), im.Manifest)
+	return BusyboxImage{
+		Name:     n.String(),
+		Manifest: im.Manifest.Digest,
+		Config:   im.Config.Digest,
+		DiffIDs:  im.DiffIDs,
+		Platform: im.PlatformString(),
+		Image:    im,
+	}
+}
+
 // Run unpacks the image name (in the daemon's Namespace) on overlayfs,
 // runs args in a new container d.ID(id) and returns its combined output and
 // exit status. The container and its snapshot are deleted afterwards.
