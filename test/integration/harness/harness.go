@@ -68,9 +68,13 @@ var DisabledPlugins = []string{
 // of skipping them.
 func CI() bool { return os.Getenv("CI") == "true" }
 
-// Require skips t when not running as root, unless CI=true, where it fails.
+// Require skips t under -short (`make unit`: no daemons) and when not
+// running as root, unless CI=true, where not being root fails.
 func Require(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no containerd daemons")
+	}
 	if os.Geteuid() != 0 {
 		missing(t, "integration tests need root to run containerd")
 	}
