@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -252,13 +251,17 @@ func TestHostIDOverride(t *testing.T) {
 
 func TestConnectToStoppedDaemon(t *testing.T) {
 	d := harness.Start(t, "stopped")
-	addr := d.Address
-	d.Restart(t) // the socket is recreated; now remove the daemon's socket path
+	d.Stop(t)
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := ctrd.Connect(cctx, addr+".absent", "sr-x")
-	if !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), addr+".absent") {
-		t.Fatalf("Connect(absent socket) error %v; want unavailable naming the socket", err)
+	_, err := ctrd.Connect(cctx, d.Address, "sr-x", ctrd.WithTimeout(500*time.Millisecond))
+	if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), d.Address) {
+		t.Fatalf("Connect(stopped daemon) error %v; want unavailable naming %s", err, d.Address)
+	}
+	t.Logf("stopped daemon: %v", err)
+	d.Restart(t)
+	if _, err := d.Connect(t, "").Host(ctx(t)); err != nil {
+		t.Fatalf("after restart: %v", err)
 	}
 }
 

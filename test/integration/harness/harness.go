@@ -287,6 +287,13 @@ func (d *Daemon) Restart(t testing.TB) {
 	d.start(t, Binaries(t))
 }
 
+// Stop stops the daemon (SIGTERM, then SIGKILL after 5 s) without removing
+// anything; Restart starts it again, cleanup still removes it.
+func (d *Daemon) Stop(t testing.TB) {
+	t.Helper()
+	d.stop(t)
+}
+
 // stop closes the client and stops the daemon: SIGTERM, then SIGKILL after
 // 5 s.
 func (d *Daemon) stop(t testing.TB) {
