@@ -45,7 +45,7 @@ const (
 // (manifest, config, one layer) named testImage, a rootfs diff blob, a
 // SnapshotRef recording them, signed with testKey("a").
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	facts  *fake.Facts
 	claims *fake.Claims
 	key    ed25519.PrivateKey
@@ -63,7 +63,7 @@ func testHost() snapshot.Host {
 
 // putImage stores an image manifest for platform with one layer whose
 // content is layer and returns the manifest descriptor.
-func putImage(t *testing.T, f *fake.Facts, platform ocispec.Platform, layer string) (ocispec.Descriptor, digest.Digest) {
+func putImage(t testing.TB, f *fake.Facts, platform ocispec.Platform, layer string) (ocispec.Descriptor, digest.Digest) {
 	t.Helper()
 	layerDigest := f.PutBlob([]byte(layer))
 	cfg := ocispec.Image{
@@ -90,7 +90,7 @@ func putImage(t *testing.T, f *fake.Facts, platform ocispec.Platform, layer stri
 }
 
 // newFixture suspends a run declared by config (JSONC) into a fresh fake.
-func newFixture(t *testing.T, config string) *fixture {
+func newFixture(t testing.TB, config string) *fixture {
 	t.Helper()
 	facts, err := fake.NewFacts(testHost())
 	if err != nil {
