@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/core/diff"
+	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/rootfs"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -30,7 +34,10 @@ import (
 // in 16 KiB files. Every iteration starts with a running task (suspend
 // pauses, diffs and stops it) and ends with `discard` and its synchronous
 // GC, outside the timer. It reports the medians suspend-ms and pipeline-ms,
-// their ratio "x-pipeline" and the diff blob's size. Run it with
+// their ratio "x-pipeline", the diff blob's size, and daemon-diff-ms: the
+// daemon's part alone (rootfs.CreateDiff, zstd, of the stopped container,
+// untimed), which shows what the rest of the process (the client's
+// read-back of the blob, pause, stop, ingest, signing) adds. Run it with
 // -benchtime 3x or more:
 //
 //	go test -run '^$' -bench BenchmarkSuspend -benchtime 3x ./test/integration
@@ -49,7 +56,7 @@ func BenchmarkSuspend(b *testing.B) {
 		out := filepath.Join(env.dir, cid+".ref.json")
 		n := 0
 		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
-			var susp, pipe []time.Duration
+			var susp, pipe, daemon []time.Duration
 			var diffSize int64
 			b.ResetTimer()
 			for i := range b.N {
@@ -88,6 +95,7 @@ func BenchmarkSuspend(b *testing.B) {
 				if _, code := runCLI(b, d, "discard", "--run", run); code != 0 {
 					b.Fatalf("discard exit %d", code)
 				}
+				daemon = append(daemon, daemonDiff(b, ctx, d, cid))
 				b.StartTimer()
 			}
 			b.StopTimer()
@@ -95,8 +103,9 @@ func BenchmarkSuspend(b *testing.B) {
 			b.ReportMetric(float64(ms.Milliseconds()), "suspend-ms")
 			b.ReportMetric(float64(mp.Milliseconds()), "pipeline-ms")
 			b.ReportMetric(float64(ms)/float64(mp), "x-pipeline")
+			b.ReportMetric(float64(median(daemon).Milliseconds()), "daemon-diff-ms")
 			b.ReportMetric(float64(diffSize)/(1<<20), "diff-MiB")
-			b.Logf("%d MiB, %d runs: suspend %v, tar|zstd -1|sha256sum %v", mib, len(susp), susp, pipe)
+			b.Logf("%d MiB, %d runs: suspend %v, tar|zstd -1|sha256sum %v, rootfs.CreateDiff alone %v", mib, len(susp), susp, pipe, daemon)
 		})
 	}
 }
@@ -200,4 +209,23 @@ func tarZstdSha(b *testing.B, dir string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("tar | zstd | sha256sum: %v: %s", err, out)
 	}
+}
+
+// daemonDiff times rootfs.CreateDiff (zstd) of the container's snapshot
+// under a temporary lease, deleted with its GC afterwards.
+func daemonDiff(b *testing.B, ctx context.Context, d *harness.Daemon, key string) time.Duration {
+	b.Helper()
+	ls := d.Client.LeasesService()
+	l, err := ls.Create(ctx, leases.WithRandomID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ls.Delete(ctx, l, leases.SynchronousDelete)
+	start := time.Now()
+	_, err = rootfs.CreateDiff(leases.WithLease(ctx, l.ID), key, d.Client.SnapshotService("overlayfs"), d.Client.DiffService(),
+		diff.WithMediaType(ocispec.MediaTypeImageLayerZstd))
+	if err != nil {
+		b.Fatalf("CreateDiff %s: %v", key, err)
+	}
+	return time.Since(start)
 }
