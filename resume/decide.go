@@ -100,6 +100,13 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // ClassInternal (exit 1). Decide never returns nil.
 func Decide(ctx context.Context, facts Facts, claims Claims, req Request) *Verdict {
 	s := &state{req: req, facts: facts, claims: claims}
+	return s.run(ctx)
+}
+
+// run runs the ten checks in order and builds the verdict.
+func (s *state) run(ctx context.Context) *Verdict {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // abandons the lookups of checks skipped after a failure
 	v := &Verdict{Checks: make([]CheckResult, 0, len(steps))}
 	failed := ""
 	for _, st := range steps {
@@ -172,6 +179,67 @@ type state struct {
 	ref      *snapshot.Ref
 	offered  *envmanifest.Manifest
 	refusals []envmanifest.Refusal
+	look     *lookups // started when check 4 passes
+
+	// Set by Resume only: check 10 then creates the claim.
+	mat         Materializer
+	containerID string
+	hostID      string
+	holder      Claim
+}
+
+// lookups are the daemon facts checks 7–10 need. They depend only on the
+// verified ref and change nothing, so they start together as soon as check
+// 4 passes: the decision then waits for the slowest lookup rather than for
+// their sum. Each check still evaluates its facts in DESIGN order, and a
+// check skipped after a failure ignores what was looked up (run cancels the
+// outstanding calls when it returns).
+type lookups struct {
+	host    *future[snapshot.Host]
+	resolve *future[snapshot.Base] // nil when core.image carries a digest
+	missing *future[[]digest.Digest]
+	blob    *future[int64]
+	claim   *future[*Claim] // nil without a claim store
+}
+
+// future is the result of one lookup running in its own goroutine.
+type future[T any] struct {
+	done chan struct{}
+	val  T
+	err  error
+}
+
+func lookup[T any](f func() (T, error)) *future[T] {
+	fu := &future[T]{done: make(chan struct{})}
+	go func() {
+		fu.val, fu.err = f()
+		close(fu.done)
+	}()
+	return fu
+}
+
+func (f *future[T]) get() (T, error) {
+	<-f.done
+	return f.val, f.err
+}
+
+// startLookups starts the lookups of checks 7–10 for the verified ref.
+func (s *state) startLookups(ctx context.Context) {
+	ref := s.ref
+	l := &lookups{
+		host:    lookup(func() (snapshot.Host, error) { return s.facts.Host(ctx) }),
+		missing: lookup(func() ([]digest.Digest, error) { return s.facts.MissingContent(ctx, ref.Base.ManifestDigest) }),
+		blob:    lookup(func() (int64, error) { return s.facts.BlobSize(ctx, ref.RootfsDiff.Digest) }),
+	}
+	if named, err := reference.ParseNormalizedNamed(ref.Core.Image); err == nil {
+		if _, digested := named.(reference.Digested); !digested {
+			l.resolve = lookup(func() (snapshot.Base, error) { return s.facts.ResolveImage(ctx, ref.Core.Image) })
+		}
+	}
+	if s.claims != nil {
+		l.claim = lookup(func() (*Claim, error) { return s.claims.ClaimHolder(ctx, ref.Run) })
+	}
+	s.look = l
 }
 
 // steps are the ten checks in DESIGN order. Each returns a detail on pass,
@@ -251,9 +319,12 @@ func (s *state) refSchema(context.Context) (string, error) {
 }
 
 // 4 ref-integrity: manifest = address(core), pinned = IsPinned(core).
-func (s *state) refIntegrity(context.Context) (string, error) {
+func (s *state) refIntegrity(ctx context.Context) (string, error) {
 	if err := snapshot.CheckIntegrity(s.ref, s.doc.Inner); err != nil {
 		return "", refuse(CheckRefIntegrity, ClassTampered, err)
+	}
+	if s.facts != nil {
+		s.startLookups(ctx)
 	}
 	return fmt.Sprintf("manifest %s is the address of core; pinned %t", s.ref.Manifest, s.ref.Pinned), nil
 }
@@ -300,10 +371,11 @@ func (s *state) manifest(context.Context) (string, error) {
 
 // 7 host: same host (host.id and host.idSource both equal), or pinned.
 func (s *state) host(ctx context.Context) (string, error) {
-	h, err := s.facts.Host(ctx)
+	h, err := s.look.host.get()
 	if err != nil {
 		return "", internal(CheckHost, fmt.Errorf("host identity: %w", err))
 	}
+	s.hostID = h.ID
 	rec := s.ref.Host
 	if h.ID == rec.ID && h.IDSource == rec.IDSource {
 		return fmt.Sprintf("same host %s (%s)", h.ID, h.IDSource), nil
@@ -340,7 +412,7 @@ func (s *state) image(ctx context.Context) (string, error) {
 		}
 		how = "pinned by digest " + d.String()
 	} else {
-		got, err := s.facts.ResolveImage(ctx, image)
+		got, err := s.look.resolve.get()
 		switch {
 		case errdefs.IsNotFound(err):
 			return "", refuse(CheckImage, ClassImageUnresolved, fmt.Errorf("%s does not resolve through the content store: %w", image, err))
@@ -353,7 +425,7 @@ func (s *state) image(ctx context.Context) (string, error) {
 		}
 		how = "resolves to " + recordedDigests(base)
 	}
-	missing, err := s.facts.MissingContent(ctx, base.ManifestDigest)
+	missing, err := s.look.missing.get()
 	if err != nil {
 		return "", internal(CheckImage, fmt.Errorf("content of %s: %w", base.ManifestDigest, err))
 	}
@@ -382,7 +454,7 @@ func joinDigests(ds []digest.Digest) string {
 // 9 snapshot: the rootfsDiff blob is present with its digest and size.
 func (s *state) snapshot(ctx context.Context) (string, error) {
 	d := s.ref.RootfsDiff
-	size, err := s.facts.BlobSize(ctx, d.Digest)
+	size, err := s.look.blob.get()
 	switch {
 	case errdefs.IsNotFound(err):
 		return "", refuse(CheckSnapshot, ClassSnapshotMissing, fmt.Errorf("rootfsDiff %s is not in the content store: %w", d.Digest, err))
@@ -400,7 +472,10 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	if s.claims == nil {
 		return "", internal(CheckClaim, errors.New("no claim store to consult"))
 	}
-	c, err := s.claims.ClaimHolder(ctx, s.ref.Run)
+	if s.mat != nil {
+		return s.claimAndHold(ctx)
+	}
+	c, err := s.look.claim.get()
 	if err != nil {
 		return "", internal(CheckClaim, fmt.Errorf("claim of run %q: %w", s.ref.Run, err))
 	}

@@ -95,8 +95,10 @@ type CheckResult struct {
 // or ExitOK when accepted. Refusals are the ingestion refusals of check 5,
 // sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
-// [] when empty. Container and NotApplied are filled by materialization
-// only and are omitted otherwise.
+// [] when empty. Container, NotApplied, Pid and Materialize are filled by
+// Resume (materialization, DESIGN "Materialize, claim, run lifecycle") only
+// and are omitted otherwise: "container"?, "notApplied"? (JSON Pointers into
+// the recorded core), "pid"? (with --start), "materialize"? (a CheckResult).
 type Verdict struct {
 	Accepted   bool
 	Class      Class
@@ -106,33 +108,43 @@ type Verdict struct {
 	Drift      []DriftEntry
 	Container  string
 	NotApplied []string
+	// Pid is the started task's process id (resume --start), 0 otherwise.
+	Pid uint32
+	// Materialize reports materialization after an accepted check 10
+	// (resume without --check): name "materialize", result pass or fail,
+	// and what was verified and created or why not. Nil under --check.
+	Materialize *CheckResult
 }
 
 // verdictJSON is the wire shape of Verdict: class null when accepted,
 // refusals and drift never null.
 type verdictJSON struct {
-	Accepted   bool                  `json:"accepted"`
-	Class      *Class                `json:"class"`
-	ExitCode   int                   `json:"exitCode"`
-	Checks     []CheckResult         `json:"checks"`
-	Refusals   []envmanifest.Refusal `json:"refusals"`
-	Drift      []DriftEntry          `json:"drift"`
-	Container  string                `json:"container,omitempty"`
-	NotApplied []string              `json:"notApplied,omitempty"`
+	Accepted    bool                  `json:"accepted"`
+	Class       *Class                `json:"class"`
+	ExitCode    int                   `json:"exitCode"`
+	Checks      []CheckResult         `json:"checks"`
+	Refusals    []envmanifest.Refusal `json:"refusals"`
+	Drift       []DriftEntry          `json:"drift"`
+	Container   string                `json:"container,omitempty"`
+	NotApplied  []string              `json:"notApplied,omitempty"`
+	Pid         uint32                `json:"pid,omitempty"`
+	Materialize *CheckResult          `json:"materialize,omitempty"`
 }
 
 // MarshalJSON encodes the verdict as DESIGN's object:
 // {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
-// "container"?, "notApplied"?}.
+// "container"?, "notApplied"?, "pid"?, "materialize"?}.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	w := verdictJSON{
-		Accepted:   v.Accepted,
-		ExitCode:   v.ExitCode,
-		Checks:     v.Checks,
-		Refusals:   v.Refusals,
-		Drift:      v.Drift,
-		Container:  v.Container,
-		NotApplied: v.NotApplied,
+		Accepted:    v.Accepted,
+		ExitCode:    v.ExitCode,
+		Checks:      v.Checks,
+		Refusals:    v.Refusals,
+		Drift:       v.Drift,
+		Container:   v.Container,
+		NotApplied:  v.NotApplied,
+		Pid:         v.Pid,
+		Materialize: v.Materialize,
 	}
 	if v.Class != "" {
 		c := v.Class
@@ -158,13 +170,15 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*v = Verdict{
-		Accepted:   w.Accepted,
-		ExitCode:   w.ExitCode,
-		Checks:     w.Checks,
-		Refusals:   w.Refusals,
-		Drift:      w.Drift,
-		Container:  w.Container,
-		NotApplied: w.NotApplied,
+		Accepted:    w.Accepted,
+		ExitCode:    w.ExitCode,
+		Checks:      w.Checks,
+		Refusals:    w.Refusals,
+		Drift:       w.Drift,
+		Container:   w.Container,
+		NotApplied:  w.NotApplied,
+		Pid:         w.Pid,
+		Materialize: w.Materialize,
 	}
 	if w.Class != nil {
 		v.Class = *w.Class
@@ -183,13 +197,17 @@ func (v *Verdict) Check(name string) *CheckResult {
 	return nil
 }
 
-// Failed returns the check that decided a refusal, or nil when the verdict
-// is accepted.
+// Failed returns the check that decided a refusal (one of Checks, or
+// Materialize when materialization failed), or nil when the verdict is
+// accepted.
 func (v *Verdict) Failed() *CheckResult {
 	for i := range v.Checks {
 		if v.Checks[i].Result == ResultFail {
 			return &v.Checks[i]
 		}
+	}
+	if v.Materialize != nil && v.Materialize.Result == ResultFail {
+		return v.Materialize
 	}
 	return nil
 }

@@ -1,0 +1,306 @@
+package fake
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/containerd/containerd/v2/pkg/archive/compression"
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
+
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// Container is a container the fake Materializer created: its spec, the
+// chain id of its snapshot's parent (identity.ChainID of the base diffIDs
+// plus the diff's), its environment (image config Env, then spec.Env
+// overriding by key), its labels, and its task pid once started (0 before).
+type Container struct {
+	Spec    resume.ContainerSpec
+	ChainID digest.Digest
+	Env     []string
+	Labels  map[string]string
+	Pid     uint32
+}
+
+// Materializer is an in-memory resume.Materializer over a Facts content
+// store and a Claims store: claims are created atomically under the
+// Claims lock, containers live in memory, and a created container marks
+// the claim naming it as ContainerExists (so Claims.ClaimHolder reports it
+// live, as the daemon would). A claim it creates is recorded with
+// ProcessAlive true (this process is the holder); tests mark a holder gone
+// with Claims.SetClaim. It is safe for concurrent use.
+type Materializer struct {
+	facts  *Facts
+	claims *Claims
+
+	mu         sync.Mutex
+	containers map[string]*Container
+	nextPID    uint32
+}
+
+// NewMaterializer returns a Materializer reading blobs from facts and
+// keeping claims in claims.
+func NewMaterializer(facts *Facts, claims *Claims) *Materializer {
+	return &Materializer{facts: facts, claims: claims, containers: map[string]*Container{}, nextPID: 4000}
+}
+
+// CreateClaim records run's claim with holder's labels, or fails with
+// errdefs.ErrAlreadyExists when one exists.
+func (m *Materializer) CreateClaim(ctx context.Context, run string, holder resume.Claim) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.claims.mu.Lock()
+	defer m.claims.mu.Unlock()
+	return m.createLocked(run, holder)
+}
+
+func (m *Materializer) createLocked(run string, holder resume.Claim) error {
+	if m.claims.claims == nil {
+		m.claims.claims = map[string]resume.Claim{}
+	}
+	id := snapshot.ClaimLease(run)
+	if _, ok := m.claims.claims[run]; ok {
+		return fmt.Errorf("claim lease %s: %w", id, errdefs.ErrAlreadyExists)
+	}
+	c := *resume.ClaimFromLabels(id, resume.ClaimLabels(holder))
+	c.ProcessAlive = true
+	m.mu.Lock()
+	_, c.ContainerExists = m.containers[c.Container]
+	m.mu.Unlock()
+	m.claims.claims[run] = c
+	return nil
+}
+
+// TakeOverClaim replaces run's claim when it still names stale's holder;
+// otherwise errdefs.ErrAlreadyExists. An absent claim is created.
+func (m *Materializer) TakeOverClaim(ctx context.Context, run string, stale *resume.Claim, holder resume.Claim) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.claims.mu.Lock()
+	defer m.claims.mu.Unlock()
+	if cur, ok := m.claims.claims[run]; ok {
+		if !resume.SameHolder(&cur, stale) {
+			return fmt.Errorf("claim lease %s now names another holder (%s): %w", cur.Lease, &cur, errdefs.ErrAlreadyExists)
+		}
+		delete(m.claims.claims, run)
+	}
+	return m.createLocked(run, holder)
+}
+
+// ReleaseClaim deletes run's claim when it names holder's container, pid
+// and start time.
+func (m *Materializer) ReleaseClaim(ctx context.Context, run string, holder resume.Claim) error {
+	m.claims.mu.Lock()
+	defer m.claims.mu.Unlock()
+	if cur, ok := m.claims.claims[run]; ok && cur.Container == holder.Container && cur.PID == holder.PID && cur.StartTime == holder.StartTime {
+		delete(m.claims.claims, run)
+	}
+	return nil
+}
+
+// errTooLong stops a decompression at the recorded size.
+var errTooLong = errors.New("longer than recorded")
+
+type boundedWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, errTooLong
+	}
+	b.left -= int64(len(p))
+	return b.w.Write(p)
+}
+
+// CheckDiff checks the diff blob in the Facts content store as
+// runtime/containerd does: size, digest, and the decompression (gzip, zstd
+// or none; compression.DecompressStream) bounded by d.UncompressedSize.
+func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Diff) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := m.facts.blob(d.Digest)
+	if err != nil {
+		return fmt.Errorf("rootfsDiff: %w", err)
+	}
+	if int64(len(b)) != d.Size {
+		return fmt.Errorf("rootfsDiff %s: %d bytes, the ref records %d: %w", d.Digest, len(b), d.Size, resume.ErrDiffCorrupt)
+	}
+	dr, err := compression.DecompressStream(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, resume.ErrDiffCorrupt)
+	}
+	defer dr.Close()
+	h := digest.SHA256.Digester()
+	n, err := io.Copy(&boundedWriter{w: h.Hash(), left: d.UncompressedSize}, dr)
+	switch {
+	case errors.Is(err, errTooLong):
+		return fmt.Errorf("rootfsDiff %s decompresses to more than the recorded uncompressedSize %d bytes: %w", d.Digest, d.UncompressedSize, resume.ErrDiffCorrupt)
+	case err != nil:
+		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, resume.ErrDiffCorrupt)
+	case n != d.UncompressedSize:
+		return fmt.Errorf("rootfsDiff %s decompresses to %d bytes, the ref records uncompressedSize %d: %w", d.Digest, n, d.UncompressedSize, resume.ErrDiffCorrupt)
+	case h.Digest() != d.DiffID:
+		return fmt.Errorf("rootfsDiff %s decompresses to diffID %s, the ref records %s: %w", d.Digest, h.Digest(), d.DiffID, resume.ErrDiffCorrupt)
+	}
+	return nil
+}
+
+// ContainerExists reports whether the fake created container id.
+func (m *Materializer) ContainerExists(ctx context.Context, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.containers[id]
+	return ok, nil
+}
+
+// CreateContainer records the container after checking what the daemon
+// would need: the claim lease of spec.Run exists (errdefs.ErrNotFound
+// otherwise, as a missing lease is), the base manifest, config and layers
+// and the diff blob are stored (errdefs.ErrNotFound), the manifest's layer
+// count equals the recorded diffIDs. It does not extract layers, so a
+// wrong diffID is only caught by CheckDiff.
+func (m *Materializer) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c, _ := m.claims.ClaimHolder(ctx, spec.Run); c == nil {
+		return fmt.Errorf("lease %s: %w", snapshot.ClaimLease(spec.Run), errdefs.ErrNotFound)
+	}
+	missing, err := m.facts.MissingContent(ctx, spec.Base.ManifestDigest)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("base %s: blob %s: %w", spec.Base.ManifestDigest, missing[0], errdefs.ErrNotFound)
+	}
+	if _, err := m.facts.blob(spec.Diff.Digest); err != nil {
+		return fmt.Errorf("rootfsDiff: %w", err)
+	}
+	mf, cfg, err := m.facts.manifestAndConfig(spec.Base.ManifestDigest)
+	if err != nil {
+		return err
+	}
+	if len(mf.Layers) != len(spec.Base.DiffIDs) {
+		return fmt.Errorf("base manifest %s has %d layers, the ref records %d diffIDs: %w", spec.Base.ManifestDigest, len(mf.Layers), len(spec.Base.DiffIDs), errdefs.ErrInvalidArgument)
+	}
+	chain := identity.ChainID(append(append([]digest.Digest{}, spec.Base.DiffIDs...), spec.Diff.DiffID))
+	c := &Container{
+		Spec: spec, ChainID: chain, Env: mergeEnv(cfg.Config.Env, spec.Env),
+		Labels: map[string]string{snapshot.LabelRun: spec.Run, snapshot.LabelManifest: spec.Manifest},
+	}
+	m.mu.Lock()
+	if _, ok := m.containers[spec.ID]; ok {
+		m.mu.Unlock()
+		return fmt.Errorf("container %s: %w", spec.ID, errdefs.ErrAlreadyExists)
+	}
+	m.containers[spec.ID] = c
+	m.mu.Unlock()
+	m.claims.mu.Lock()
+	for run, cl := range m.claims.claims {
+		if cl.Container == spec.ID {
+			cl.ContainerExists = true
+			m.claims.claims[run] = cl
+		}
+	}
+	m.claims.mu.Unlock()
+	return nil
+}
+
+// mergeEnv is oci.WithEnv's rule: entries of add replace those of base
+// with the same key, others are appended.
+func mergeEnv(base, add []string) []string {
+	out := append([]string{}, base...)
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, have := range out {
+			if hk, _, _ := strings.Cut(have, "="); hk == k {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// StartTask gives the container a pid (4001, 4002, …); errdefs.ErrNotFound
+// for an unknown container, errdefs.ErrAlreadyExists when it has a task.
+func (m *Materializer) StartTask(ctx context.Context, id string) (uint32, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.containers[id]
+	if !ok {
+		return 0, fmt.Errorf("container %s: %w", id, errdefs.ErrNotFound)
+	}
+	if c.Pid != 0 {
+		return 0, fmt.Errorf("container %s: task: %w", id, errdefs.ErrAlreadyExists)
+	}
+	m.nextPID++
+	c.Pid = m.nextPID
+	return c.Pid, nil
+}
+
+// Container returns a copy of container id, or false.
+func (m *Materializer) Container(id string) (Container, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.containers[id]
+	if !ok {
+		return Container{}, false
+	}
+	out := *c
+	out.Env = append([]string{}, c.Env...)
+	return out, true
+}
+
+// Containers returns the ids of the containers created, sorted.
+func (m *Materializer) Containers() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.containers))
+	for id := range m.containers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// DeleteContainer removes container id (a test playing the operator);
+// claims naming it no longer report ContainerExists.
+func (m *Materializer) DeleteContainer(id string) {
+	m.mu.Lock()
+	delete(m.containers, id)
+	m.mu.Unlock()
+	m.claims.mu.Lock()
+	for run, cl := range m.claims.claims {
+		if cl.Container == id {
+			cl.ContainerExists = false
+			m.claims.claims[run] = cl
+		}
+	}
+	m.claims.mu.Unlock()
+}
+
+var _ resume.Materializer = (*Materializer)(nil)
