@@ -47,7 +47,8 @@ func TestResumeCmdUsage(t *testing.T) {
 	}{
 		{[]string{"resume", "--check"}, "--ref, --config, --trust required"},
 		{[]string{"resume", "--check", "--ref", ref, "--trust", pub}, "--config required"},
-		{[]string{"resume", "--ref", ref, "--config", cfg, "--trust", pub}, "only --check"},
+		{[]string{"resume", "--check", "--container", "c1", "--ref", ref, "--config", cfg, "--trust", pub}, "--container"},
+		{[]string{"resume", "--container", "not/an id", "--ref", ref, "--config", cfg, "--trust", pub}, "not a containerd identifier"},
 		{[]string{"resume", "--check", "--start", "--ref", ref, "--config", cfg, "--trust", pub}, "--start"},
 		{[]string{"resume", "--check", "--ref", ref, "--config", cfg, "--trust", pub, "extra"}, "unexpected argument"},
 		{[]string{"resume", "--check", "--bogus"}, "unknown flag"},
