@@ -98,6 +98,11 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // A fact that cannot be established (a Facts or Claims error other than
 // errdefs.ErrNotFound where "not found" is a refusal) fails its check with
 // ClassInternal (exit 1). Decide never returns nil.
+//
+// facts must not be nil. Once check 4 has verified the ref, the read-only
+// lookups of checks 7–10 (Host, ResolveImage, MissingContent, BlobSize,
+// ClaimHolder) are issued concurrently, so facts and claims must be safe for
+// concurrent use; their results are still evaluated in check order.
 func Decide(ctx context.Context, facts Facts, claims Claims, req Request) *Verdict {
 	s := &state{req: req, facts: facts, claims: claims}
 	return s.run(ctx)
