@@ -294,7 +294,15 @@ func verdictSchema() map[string]any {
 	}}
 	r.fields["Verdict.refusals"] = set(map[string]any{"description": "the ingestion refusals of check offered-ingest, sorted by pointer"})
 	r.fields["Verdict.container"] = fieldOverlay{optional: true}
-	r.fields["Verdict.notApplied"] = fieldOverlay{optional: true}
+	r.fields["Verdict.notApplied"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"description": "JSON Pointers into the recorded core of what resume does not apply in v1: mounts, remoteUser, containerEnv values holding ${…}"})
+	}}
+	r.fields["Verdict.pid"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"description": "the started task's pid (resume --start)"})
+	}}
+	r.fields["Verdict.materialize"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return map[string]any{"allOf": []any{b}, "description": "materialization after check claim (resume without --check): name \"materialize\", pass or fail"}
+	}}
 	r.fields["CheckResult.result"] = set(map[string]any{"enum": []any{resume.ResultPass, resume.ResultFail, resume.ResultSkipped}})
 	var rc []any
 	for _, c := range refusalClasses {

@@ -22,19 +22,26 @@ type resumeOptions struct {
 // [--check] [--container ID] [--start] [--lockfile F]` (DESIGN "Resume
 // decision"): it runs the ten checks against the daemon at --address in
 // --namespace (host identity overridden by --host-id) and prints the
-// verdict; the exit code is the verdict's. This build decides only
-// (--check); claiming and materializing come with the Materializer.
+// verdict; the exit code is the verdict's. With --check it only decides
+// (resume.Decide); without, resume.Resume claims the run at check 10 and
+// materializes it as a new container (--container, --start).
 func newResumeCmd(g *globalOptions) *cobra.Command {
 	var o resumeOptions
 	cmd := &cobra.Command{
-		Use:   "resume --ref REF --config PATH --trust PUB|DIR --check [--lockfile F]",
-		Short: "Decide whether a suspended run may resume into the offered environment",
+		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--lockfile F]",
+		Short: "Decide whether a suspended run may resume into the offered environment, and resume it",
 		Long: `Runs the ten resume checks (ref-parse, signature, ref-schema, ref-integrity,
 offered-ingest, manifest, host, image, snapshot, claim) and prints each result,
 the drift between the recorded and the offered manifest core, and the verdict.
 The exit code is the verdict's: 0 accepted, 2 bad input, 3 manifest mismatch,
 4 unpinned cross-host, 5 image, 6 untrusted or tampered, 7 snapshot, 8 claim.
---check decides and changes nothing.`,
+--check decides and changes nothing. Without --check, check 10 creates the run's
+claim lease (sandbox-resume.claim/<run>), then the rootfs diff is verified
+(digest, size, diffID; a mismatch is 7), the base layers and the diff are
+applied, and the container --container (default <run>-resumed) is created;
+--start starts its task detached and reports its pid. Mounts, remoteUser and
+containerEnv values holding ${…} are not applied (listed in notApplied). The
+claim stays after a resume: a second resume of the run is 8.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("resume: unexpected argument %q (the ref and config are given with --ref and --config)", args[0])
@@ -55,7 +62,12 @@ The exit code is the verdict's: 0 accepted, 2 bad input, 3 manifest mismatch,
 				return err
 			}
 			defer rt.Close()
-			v := resume.Decide(ctx, rt, rt, req)
+			var v *resume.Verdict
+			if o.check {
+				v = resume.Decide(ctx, rt, rt, req)
+			} else {
+				v = resume.Resume(ctx, rt, rt, rt, req, resume.ResumeOptions{Container: o.container, Start: o.start})
+			}
 			if g.output == outputJSON {
 				writeJSON(cmd.OutOrStdout(), v)
 			} else {
@@ -88,11 +100,14 @@ func (o *resumeOptions) validate() error {
 	if len(missing) > 0 {
 		return usageErrorf("resume: %s required", strings.Join(missing, ", "))
 	}
-	if !o.check {
-		return usageErrorf("resume: only --check is available in this build (claiming and materializing the run are not); run with --check to decide without changing anything")
-	}
-	if o.start {
+	if o.check && o.start {
 		return usageErrorf("resume: --start starts a materialized container and cannot be combined with --check")
+	}
+	if o.check && o.container != "" {
+		return usageErrorf("resume: --container names the container to create and cannot be combined with --check")
+	}
+	if o.container != "" && !resume.ValidContainerID(o.container) {
+		return usageErrorf("resume: --container %q is not a containerd identifier ([A-Za-z0-9]+([._-][A-Za-z0-9]+)*, at most 76 characters)", o.container)
 	}
 	return nil
 }
@@ -128,7 +143,23 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 			fmt.Fprintf(w, ": recorded %s, offered %s\n", rec, off)
 		}
 	}
+	if m := v.Materialize; m != nil {
+		fmt.Fprintf(w, "\n%s\t%s\t%s\n", m.Result, m.Name, m.Detail)
+	}
+	if v.Container != "" {
+		fmt.Fprintf(w, "container: %s\n", v.Container)
+	}
+	if v.Pid != 0 {
+		fmt.Fprintf(w, "pid: %d\n", v.Pid)
+	}
+	if len(v.NotApplied) > 0 {
+		fmt.Fprintf(w, "not applied (v1): %s\n", strings.Join(v.NotApplied, ", "))
+	}
 	if v.Accepted {
+		if v.Materialize != nil {
+			fmt.Fprintf(w, "\nresumed: run materialized as container %s (exit 0)\n", v.Container)
+			return
+		}
 		fmt.Fprintln(w, "\naccepted: the run may resume (exit 0)")
 		return
 	}
