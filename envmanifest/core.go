@@ -1,11 +1,14 @@
 package envmanifest
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 	"github.com/zeebo/blake3"
 )
@@ -80,25 +83,173 @@ func (c *Core) IsPinned() bool {
 // Canonical returns the RFC 8785 JCS bytes of the core. It fails only when
 // the core holds a value JCS cannot serialize (invalid option JSON).
 func (c *Core) Canonical() ([]byte, error) {
-	cc, copied := *c, false
-	for i := range cc.Features {
-		if len(cc.Features[i].Options) == 0 {
-			// Options is always present: an empty one is {}, never null.
-			if !copied {
-				cc.Features, copied = append([]Feature(nil), c.Features...), true
-			}
-			cc.Features[i].Options = json.RawMessage("{}")
-		}
-	}
-	raw, err := json.Marshal(&cc)
+	raw, err := c.appendJSON(nil)
 	if err != nil {
-		return nil, fmt.Errorf("marshal manifest core: %w", err)
+		return nil, err
 	}
 	out, err := jcs.Transform(raw)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalize manifest core: %w", err)
 	}
 	return out, nil
+}
+
+// coreEncoderOptions match what encoding/json.Marshal let through before:
+// invalid UTF-8 in a string becomes U+FFFD, and option text with a repeated
+// name is passed on (JCS then refuses it).
+var coreEncoderOptions = []jsontext.Options{
+	jsontext.AllowInvalidUTF8(true),
+	jsontext.AllowDuplicateNames(true),
+}
+
+// appendJSON appends the core as (not yet canonical) JSON text to dst with
+// a jsontext.Encoder: the members of the struct tags above, absent members
+// omitted, an empty Options written as {}.
+func (c *Core) appendJSON(dst []byte) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	enc := jsontext.NewEncoder(buf, coreEncoderOptions...)
+	str := func(name, v string) {
+		enc.WriteToken(jsontext.String(name))
+		enc.WriteToken(jsontext.String(v))
+	}
+	enc.WriteToken(jsontext.BeginObject)
+	str("schema", c.Schema)
+	str("image", c.Image)
+	if len(c.Features) > 0 {
+		enc.WriteToken(jsontext.String("features"))
+		enc.WriteToken(jsontext.BeginArray)
+		for i := range c.Features {
+			f := &c.Features[i]
+			enc.WriteToken(jsontext.BeginObject)
+			str("id", f.ID)
+			enc.WriteToken(jsontext.String("options"))
+			opts := f.Options
+			if len(opts) == 0 {
+				// Options is always present: an empty one is {}, never null.
+				opts = json.RawMessage("{}")
+			}
+			if err := enc.WriteValue(jsontext.Value(opts)); err != nil {
+				return nil, fmt.Errorf("marshal manifest core: feature %s options: %w", f.ID, err)
+			}
+			enc.WriteToken(jsontext.EndObject)
+		}
+		enc.WriteToken(jsontext.EndArray)
+	}
+	if len(c.ContainerEnv) > 0 {
+		enc.WriteToken(jsontext.String("containerEnv"))
+		enc.WriteToken(jsontext.BeginObject)
+		for k, v := range c.ContainerEnv {
+			str(k, v)
+		}
+		enc.WriteToken(jsontext.EndObject)
+	}
+	if len(c.Mounts) > 0 {
+		enc.WriteToken(jsontext.String("mounts"))
+		enc.WriteToken(jsontext.BeginArray)
+		for _, m := range c.Mounts {
+			enc.WriteToken(jsontext.BeginObject)
+			if m.Source != "" {
+				str("source", m.Source)
+			}
+			str("target", m.Target)
+			str("kind", m.Kind)
+			enc.WriteToken(jsontext.EndObject)
+		}
+		enc.WriteToken(jsontext.EndArray)
+	}
+	if c.RemoteUser != "" {
+		str("remoteUser", c.RemoteUser)
+	}
+	// Token writes of strings and delimiters in this fixed shape cannot
+	// fail; the closing write reports any earlier error all the same.
+	if err := enc.WriteToken(jsontext.EndObject); err != nil {
+		return nil, fmt.Errorf("marshal manifest core: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// canonicalize returns the JCS bytes of c (Canonical) and replaces each
+// feature's Options, which may be any JSON object text on entry, by its
+// canonical text copied out of those bytes: the options are canonicalized
+// once, as part of the core, not once more on their own. JCS is recursive,
+// so a value's text inside the JCS of the core is the JCS of that value.
+func canonicalize(c *Core) ([]byte, error) {
+	canonical, err := c.Canonical()
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Features) == 0 {
+		return canonical, nil
+	}
+	opts, err := canonicalFeatureOptions(canonical, len(c.Features))
+	if err != nil {
+		return nil, fmt.Errorf("canonicalize manifest core: %w", err)
+	}
+	for i := range c.Features {
+		c.Features[i].Options = opts[i]
+	}
+	return canonical, nil
+}
+
+// canonicalFeatureOptions reads the "options" text of the n elements of
+// "features" in canonical (the JCS of a core) with a jsontext.Decoder and
+// returns copies of them in one buffer.
+func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(canonical))
+	if _, err := dec.ReadToken(); err != nil { // {
+		return nil, err
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if string(name) != `"features"` {
+			if err := dec.SkipValue(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := dec.ReadToken(); err != nil { // [
+			return nil, err
+		}
+		out := make([]json.RawMessage, n)
+		buf := make([]byte, 0, len(canonical))
+		for i := 0; i < n; i++ {
+			if _, err := dec.ReadToken(); err != nil { // {
+				return nil, err
+			}
+			for dec.PeekKind() == '"' {
+				k, err := dec.ReadValue()
+				if err != nil {
+					return nil, err
+				}
+				if string(k) != `"options"` {
+					if err := dec.SkipValue(); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				v, err := dec.ReadValue()
+				if err != nil {
+					return nil, err
+				}
+				start := len(buf)
+				buf = append(buf, v...)
+				out[i] = json.RawMessage(buf[start:len(buf):len(buf)])
+			}
+			if _, err := dec.ReadToken(); err != nil { // }
+				return nil, err
+			}
+		}
+		for i, o := range out {
+			if o == nil {
+				return nil, fmt.Errorf("feature %d has no options in the canonical bytes", i)
+			}
+		}
+		return out, nil
+	}
+	return nil, errors.New("no features in the canonical bytes")
 }
 
 // Address returns "blake3:" + the lowercase hex of the 32-byte BLAKE3 hash

@@ -94,13 +94,19 @@ func parseCore(n *Node, canonical []byte) (Core, error) {
 	if n.Get("image") == nil {
 		refuse(Pointer(n.Pointer, "image"), ClassMissing, "a manifest core needs %q", "image")
 	}
-	if len(rs) == 0 {
+	if len(rs) > 0 {
+		refuseOptions(n.Get("features"), refuse)
+	} else {
 		// The core must serialize back to the bytes it was read from, or
 		// the address derived from the file would not be the address of
 		// the Core the caller uses.
-		mine, err := c.Canonical()
+		mine, err := canonicalize(&c)
 		if err != nil {
-			refuse(n.Pointer, ClassInvalidValue, "%v", err)
+			// Name the options JCS refuses, at their pointers, as the
+			// per-feature canonicalization did; else the whole core.
+			if !refuseOptions(n.Get("features"), refuse) {
+				refuse(n.Pointer, ClassInvalidValue, "%v", err)
+			}
 		} else {
 			theirs := canonical
 			if theirs == nil {
@@ -202,15 +208,31 @@ func parseCoreFeatures(v *Node, refuse func(string, Class, string, ...any)) []Fe
 		case opts.Kind != KindObject:
 			refuse(opts.Pointer, ClassInvalidValue, "%q must be an object, not %s", "options", opts.Kind)
 		default:
-			canon, err := jcs.Transform(opts.Raw)
-			if err != nil {
-				refuse(opts.Pointer, ClassInvalidValue, "options: %v", err)
-			}
-			f.Options = json.RawMessage(canon)
+			// Canonicalized once, with the whole core, in parseCore.
+			f.Options = json.RawMessage(opts.Raw)
 		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// refuseOptions canonicalizes each feature's "options" object on its own
+// and refuses those JCS cannot serialize, at their pointers; it reports
+// whether it refused any.
+func refuseOptions(v *Node, refuse func(string, Class, string, ...any)) bool {
+	found := false
+	if v == nil || v.Kind != KindArray {
+		return false
+	}
+	for _, e := range v.Elems {
+		if opts := e.Get("options"); opts != nil && opts.Kind == KindObject {
+			if _, err := jcs.Transform(opts.Raw); err != nil {
+				refuse(opts.Pointer, ClassInvalidValue, "options: %v", err)
+				found = true
+			}
+		}
+	}
+	return found
 }
 
 // checkFeatureID accepts the three identifier forms a core can hold: an

@@ -287,10 +287,43 @@ func firstInvalidUTF8(b []byte) int {
 
 // walker builds the Node tree from a jsontext token stream.
 type walker struct {
-	dec      *jsontext.Decoder
-	src      []byte
+	dec *jsontext.Decoder
+	src []byte
+	// str is one string copy of src: names and string values without
+	// escapes are substrings of it instead of one allocation each.
+	str      string
 	refusals []Refusal
 	scratch  []byte
+	// nodes is a slab the Nodes are carved from (one allocation per
+	// nodeSlab values instead of one per value).
+	nodes []Node
+	// members is a stack of the objects being read; each object's
+	// members are copied out once, at their final length.
+	members []Member
+}
+
+const nodeSlab = 32
+
+// newNode returns a zeroed Node from the walker's slab.
+func (w *walker) newNode() *Node {
+	if len(w.nodes) == cap(w.nodes) {
+		w.nodes = make([]Node, 0, nodeSlab)
+	}
+	w.nodes = w.nodes[:len(w.nodes)+1]
+	return &w.nodes[len(w.nodes)-1]
+}
+
+// pointerEscaper escapes one RFC 6901 reference token (§3: "~" → "~0",
+// "/" → "~1"); it is built once, not per call.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// childPointer is Pointer(parent, token) (RFC 6901 §3) without building a
+// strings.Replacer per call.
+func childPointer(parent, token string) string {
+	if strings.ContainsAny(token, "~/") {
+		token = pointerEscaper.Replace(token)
+	}
+	return parent + "/" + token
 }
 
 var decoderOptions = []jsontext.Options{
@@ -305,7 +338,7 @@ var decoderOptions = []jsontext.Options{
 
 func walk(src []byte) (*Node, []Refusal, *fatalError) {
 	// A *bytes.Buffer lets jsontext parse src in place, without a copy.
-	w := &walker{dec: jsontext.NewDecoder(bytes.NewBuffer(src), decoderOptions...), src: src}
+	w := &walker{dec: jsontext.NewDecoder(bytes.NewBuffer(src), decoderOptions...), src: src, str: string(src)}
 	switch w.dec.PeekKind() {
 	case '{':
 	case 0:
@@ -378,8 +411,10 @@ func (w *walker) value(ptr string, depth int) (*Node, *fatalError) {
 		}
 		// The Value is only valid until the next read: keep src's bytes.
 		end := w.dec.InputOffset()
-		raw := w.src[end-int64(len(v)) : end]
-		n := &Node{Pointer: ptr, Raw: raw}
+		start := end - int64(len(v))
+		raw := w.src[start:end:end]
+		n := w.newNode()
+		n.Pointer, n.Raw = ptr, raw
 		switch k {
 		case 'n':
 			n.Kind = KindNull
@@ -392,7 +427,7 @@ func (w *walker) value(ptr string, depth int) (*Node, *fatalError) {
 			}
 		case '"':
 			n.Kind = KindString
-			s, msg := w.unquote(raw)
+			s, msg := w.unquote(raw, start)
 			n.Str = s
 			if msg != "" {
 				w.refuse(ptr, ClassEncoding, "string value "+msg)
@@ -403,28 +438,36 @@ func (w *walker) value(ptr string, depth int) (*Node, *fatalError) {
 }
 
 func (w *walker) object(ptr string, depth int) (*Node, *fatalError) {
-	n := &Node{Kind: KindObject, Pointer: ptr}
+	n := w.newNode()
+	n.Kind, n.Pointer = KindObject, ptr
+	base := len(w.members)
 	for w.dec.PeekKind() == '"' {
 		raw, err := w.dec.ReadValue()
 		if err != nil {
 			return nil, w.syntax(err)
 		}
-		name, msg := w.unquote(raw)
+		name, msg := w.unquote(raw, w.dec.InputOffset()-int64(len(raw)))
 		if msg != "" {
 			w.refuse(ptr, ClassEncoding, fmt.Sprintf("member name %s %s", strconv.QuoteToASCII(name), msg))
 		}
-		v, ferr := w.value(Pointer(ptr, name), depth+1)
+		v, ferr := w.value(childPointer(ptr, name), depth+1)
 		if ferr != nil {
 			return nil, ferr
 		}
-		n.Members = append(n.Members, Member{Name: name, Value: v})
+		w.members = append(w.members, Member{Name: name, Value: v})
+	}
+	if len(w.members) > base {
+		n.Members = append([]Member(nil), w.members[base:]...)
+		clear(w.members[base:])
+		w.members = w.members[:base]
 	}
 	w.markDuplicates(n)
 	return n, nil
 }
 
 func (w *walker) array(ptr string, depth int) (*Node, *fatalError) {
-	n := &Node{Kind: KindArray, Pointer: ptr}
+	n := w.newNode()
+	n.Kind, n.Pointer = KindArray, ptr
 	for {
 		switch w.dec.PeekKind() {
 		case ']':
@@ -462,7 +505,7 @@ func (w *walker) markDuplicates(n *Node) {
 			}
 			if times > 1 {
 				ms[i].Duplicate = true
-				w.refuse(Pointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, times))
+				w.refuse(childPointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, times))
 			}
 		}
 		return
@@ -477,7 +520,7 @@ func (w *walker) markDuplicates(n *Node) {
 			ms[i].Duplicate = true
 			if !reported[ms[i].Name] {
 				reported[ms[i].Name] = true
-				w.refuse(Pointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, count[ms[i].Name]))
+				w.refuse(childPointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, count[ms[i].Name]))
 			}
 		}
 	}
@@ -486,11 +529,14 @@ func (w *walker) markDuplicates(n *Node) {
 // unquote returns the unescaped text of the JSON string raw and, when it
 // holds a lone-surrogate escape or a Unicode noncharacter, a message saying
 // so (raw UTF-8 is valid here: Decode checked it first).
-func (w *walker) unquote(raw []byte) (string, string) {
+//
+// start is raw's offset in w.src: text without escapes is a substring of
+// w.str.
+func (w *walker) unquote(raw []byte, start int64) (string, string) {
 	body := raw[1 : len(raw)-1]
 	var s string
 	if bytes.IndexByte(body, '\\') < 0 {
-		s = string(body)
+		s = w.str[start+1 : start+int64(len(raw))-1]
 	} else {
 		var err error
 		w.scratch, err = jsontext.AppendUnquote(w.scratch[:0], raw)

@@ -223,8 +223,11 @@ func (in *ingester) localID(ptr, key string) (string, featureKind, bool) {
 	return "./" + clean, featureLocal, true
 }
 
-// featureOptions turns a feature value into its options object (JCS text):
-// an object is the options; a non-empty string or true is {"version": v}.
+// featureOptions turns a feature value into its options object: an object
+// is the options; a non-empty string or true is {"version": v}. The text
+// returned is the value's JSON text, not yet canonical: Ingest
+// canonicalizes it once, with the whole core (canonicalize), so it is not
+// canonicalized twice.
 func (in *ingester) featureOptions(v *Node) (json.RawMessage, bool) {
 	switch {
 	case v.Kind == KindObject:
@@ -234,25 +237,40 @@ func (in *ingester) featureOptions(v *Node) (json.RawMessage, bool) {
 		if in.refusedWithin(v.Pointer) {
 			return nil, false // a duplicate, number or encoding refusal inside
 		}
-		out, err := canonicalJSON(v.Raw)
-		if err != nil {
-			in.refuse(v.Pointer, ClassInvalidValue, "feature options do not canonicalize: %v", err)
-			return nil, false
-		}
-		return out, true
+		return json.RawMessage(v.Raw), true
 	case v.Kind == KindString && v.Str != "", v.Kind == KindBool && v.Bool:
-		val, err := canonicalJSON(v.Raw)
-		if err != nil {
-			in.refuse(v.Pointer, ClassInvalidValue, "feature value does not canonicalize: %v", err)
-			return nil, false
-		}
-		return json.RawMessage(`{"version":` + string(val) + `}`), true
+		opts := make([]byte, 0, len(`{"version":}`)+len(v.Raw))
+		opts = append(append(append(opts, `{"version":`...), v.Raw...), '}')
+		return json.RawMessage(opts), true
 	case v.Kind == KindString, v.Kind == KindBool:
 		in.refuse(v.Pointer, ClassInvalidValue, "feature value %s is refused: the reference CLI drops a feature whose value is falsy; remove the feature instead", v.Raw)
 	default:
 		in.refuse(v.Pointer, ClassInvalidValue, "feature value must be an options object, a non-empty string or true, not %s", v.Kind)
 	}
 	return nil, false
+}
+
+// checkFeatureOptions canonicalizes each feature value's options on its
+// own and refuses, at the value's pointer, those JCS cannot serialize (the
+// messages featureOptions gave when it canonicalized each one). Ingest
+// calls it only when the JCS of the whole core failed, to name the place.
+func (in *ingester) checkFeatureOptions(v *Node) {
+	if v == nil || v.Kind != KindObject {
+		return
+	}
+	for _, mem := range v.Members {
+		opts, ok := in.featureOptions(mem.Value)
+		if mem.Duplicate || !ok {
+			continue
+		}
+		if _, err := canonicalJSON(opts); err != nil {
+			if mem.Value.Kind == KindObject {
+				in.refuse(mem.Value.Pointer, ClassInvalidValue, "feature options do not canonicalize: %v", err)
+			} else {
+				in.refuse(mem.Value.Pointer, ClassInvalidValue, "feature value does not canonicalize: %v", err)
+			}
+		}
+	}
 }
 
 // lockFeature replaces an OCI feature's id by its lockfile entry's

@@ -91,8 +91,15 @@ func Ingest(data []byte, opts Options) (*Manifest, error) {
 		return nil, &RefusedError{Source: src, Refusals: in.refusals}
 	}
 	m := in.m
-	canonical, err := m.Core.Canonical()
+	canonical, err := canonicalize(&m.Core)
 	if err != nil {
+		// Not reached for decoder-clean options; name the feature whose
+		// options JCS refuses, as a refusal at its pointer, when it is.
+		in.checkFeatureOptions(root.Get("features"))
+		if len(in.refusals) > 0 {
+			SortRefusals(in.refusals)
+			return nil, &RefusedError{Source: src, Refusals: in.refusals}
+		}
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	m.Canonical = canonical
@@ -116,7 +123,7 @@ func (in *ingester) run(root *Node) error {
 	imagePresent := false
 	for _, mem := range root.Members {
 		name, v := mem.Name, mem.Value
-		ptr := Pointer("", name)
+		ptr := v.Pointer
 		if seen[name] {
 			continue // a duplicate: refused by Decode, reported once here
 		}

@@ -16,11 +16,11 @@ func BenchmarkSign(b *testing.B) {
 	}
 	b.SetBytes(int64(len(canonical)))
 	b.ReportAllocs()
-	for b.Loop() {
+	cpuLoop(b, func() {
 		if _, err := Sign(SignedMemberManifest, canonical, k); err != nil {
 			b.Fatal(err)
 		}
-	}
+	})
 }
 
 // BenchmarkVerify measures VerifySignedManifest end to end on one signed
@@ -34,11 +34,11 @@ func BenchmarkVerify(b *testing.B) {
 	b.Run("end-to-end", func(b *testing.B) {
 		b.SetBytes(int64(len(file)))
 		b.ReportAllocs()
-		for b.Loop() {
+		cpuLoop(b, func() {
 			if _, err := VerifySignedManifest(file, ring); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 	doc, err := ParseSigned(file, SignedMemberManifest)
 	if err != nil {
@@ -47,26 +47,26 @@ func BenchmarkVerify(b *testing.B) {
 	b.Run("parse", func(b *testing.B) {
 		b.SetBytes(int64(len(file)))
 		b.ReportAllocs()
-		for b.Loop() {
+		cpuLoop(b, func() {
 			if _, err := ParseSigned(file, SignedMemberManifest); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 	b.Run("signature", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
+		cpuLoop(b, func() {
 			if err := doc.Verify(ring); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 	b.Run("core", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
+		cpuLoop(b, func() {
 			if _, err := ParseCore(doc.Inner); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 }
