@@ -230,7 +230,14 @@ func (r *faultRig) observe(t *testing.T, ctx context.Context, cid, run, out stri
 		}
 		s.held = n == len(r.base)
 	}
+	// The daemon finishes a request the killed client had made (a task
+	// delete in flight answers "not found" to a status call meanwhile):
+	// wait for the task to settle.
 	c, err := r.rt.Container(ctx, cid)
+	for deadline := time.Now().Add(5 * time.Second); errdefs.IsNotFound(err) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		c, err = r.rt.Container(ctx, cid)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
