@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -206,7 +207,7 @@ func (r *Runtime) VerifyDiff(ctx context.Context, d snapshot.Diff) error {
 		return fmt.Errorf("rootfsDiff %s: %d bytes, the ref records %d: %w", d.Digest, ra.Size(), d.Size, snapshot.ErrArtifactRefused)
 	}
 	blobHash := digest.SHA256.Digester()
-	rd := io.TeeReader(io.NewSectionReader(ra, 0, ra.Size()), blobHash.Hash())
+	rd := io.TeeReader(bufio.NewReaderSize(io.NewSectionReader(ra, 0, ra.Size()), readBufferSize), blobHash.Hash())
 	dr, err := compression.DecompressStream(rd)
 	if err != nil {
 		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, snapshot.ErrArtifactRefused)
