@@ -30,6 +30,7 @@ integration: deps build ## integration tests against real containerd daemons sta
 
 bench: build ## benchmarks (not part of CI's pass/fail)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./envmanifest/... ./snapshot/... ./resume/... ./runtime/...
+	./bench/manifest.sh
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	./hack/fuzz.sh $(FUZZTIME)

@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -53,6 +54,19 @@ type ImportResult struct {
 // temporary lease is deleted synchronously so what it held is collected.
 // Errors: refusals wrap snapshot.ErrArtifactRefused (exit 2); the ref's own
 // are OpenRef's (2, 6); daemon errors are classified with errdefs.
+//
+// A test can hold the process between steps with the environment variable
+// SANDBOX_RESUME_TEST_PAUSE_AT (internal/faultpoint; no effect when unset),
+// to SIGKILL it in a known state (test/integration/fault_test.go):
+//
+//	import-scan       steps 1-2 done, nothing written to the daemon
+//	import-templease  the temporary lease exists, nothing imported
+//	import-ingest     step 3 done: the blobs are under the temporary lease
+//	import-hold       step 5's run lease holds them, the temporary lease
+//	                  is not deleted yet
+//	import-release    (ImportFile) the temporary lease is deleted, --out
+//	                  not written
+//	import-write      (ImportFile) --out is written (renamed into place)
 func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifest.KeyRing) (*ImportResult, error) {
 	a, err := snapshot.ScanArchive(f)
 	if err != nil {
@@ -62,6 +76,7 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 	if err != nil {
 		return nil, err
 	}
+	faultpoint.Reach("import-scan")
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("archive: rewind: %w", err)
 	}
@@ -71,11 +86,13 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 		return nil, err
 	}
 	defer done()
+	faultpoint.Reach("import-templease")
 	lctx := leases.WithLease(ctx, tmp)
 	idx, err := archive.ImportIndex(lctx, r.client.ContentStore(), f)
 	if err != nil {
 		return nil, fmt.Errorf("archive: import: %v: %w", native(err), snapshot.ErrArtifactRefused)
 	}
+	faultpoint.Reach("import-ingest")
 	if idx.Digest != a.IndexDigest {
 		return nil, fmt.Errorf("archive: index.json imported as %s, but scanned as %s (the file changed?): %w", idx.Digest, a.IndexDigest, snapshot.ErrArtifactRefused)
 	}
@@ -99,6 +116,7 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 	if err != nil {
 		return nil, err
 	}
+	faultpoint.Reach("import-hold")
 	base := make([]string, len(art.Base))
 	for i, d := range art.Base {
 		base[i] = d.String()
@@ -112,7 +130,7 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 
 // ImportFile is Import of the archive at path; with out non-empty the
 // verified ref file's exact bytes are then written to out atomically
-// (snapshot.WriteFileAtomic).
+// (snapshot.WriteFileAtomic). Its fault points are listed at Import.
 func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifest.KeyRing, out string) (*ImportResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -123,10 +141,12 @@ func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifes
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}
+	faultpoint.Reach("import-release")
 	if out != "" {
 		if err := snapshot.WriteFileAtomic(out, res.RefFile, 0o644); err != nil {
 			return nil, err
 		}
+		faultpoint.Reach("import-write")
 	}
 	return res, nil
 }
