@@ -1,0 +1,492 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
+)
+
+// The fault suite of issue 10 item 2, beside the suspend SIGKILL trials
+// (suspend_fault_test.go): SIGKILL of `import` at its fault points and at
+// random moments, the daemon SIGKILLed between suspend and resume, the disk
+// filling up during suspend, and a ref of a newer schema version.
+
+// importSteps are the fault points of runtime/containerd Import and
+// ImportFile, in order (import.go documents what each leaves).
+var importSteps = []string{"import-scan", "import-templease", "import-ingest", "import-hold", "import-release", "import-write"}
+
+// The states a killed import can leave, read back from the daemon and the
+// file system; each intermediate one must be seen at least twice.
+const (
+	impNothing   = "nothing (no temporary lease, run not held, no --out)"
+	impTempEmpty = "temporary lease, empty"
+	impTempHolds = "temporary lease holding the blobs, run not held"
+	impBothHold  = "temporary lease and run lease both holding the blobs"
+	impRunOnly   = "run lease holds the blobs, no temporary lease, no --out"
+	impComplete  = "complete --out file"
+)
+
+// labelTemporary marks the temporary leases of import and pull
+// (runtime/containerd tempLease).
+const labelTemporary = snapshot.LabelPrefix + "temporary"
+
+// labelGCExpire is containerd's lease expiry label (RFC 3339).
+const labelGCExpire = "containerd.io/gc.expire"
+
+// cliProc is a sandbox-resume process started for a fault trial.
+type cliProc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	lines  chan string // stderr lines, closed at EOF
+}
+
+// startCLI starts the CLI with args and the extra environment.
+func startCLI(t testing.TB, env []string, args ...string) *cliProc {
+	t.Helper()
+	cmd := exec.Command(cli(t), args...)
+	cmd.Env = append(append(os.Environ(), "SANDBOX_RESUME_HOST_ID="), env...)
+	cmd.Stdout = io.Discard
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &cliProc{cmd: cmd, stderr: &syncBuffer{}, lines: make(chan string, 64)}
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			p.stderr.Write([]byte(sc.Text() + "\n"))
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	return p
+}
+
+// killCLIAt runs the CLI with the fault point step set and SIGKILLs it as
+// soon as it reports reaching the step; it fails the test when the process
+// never gets there or was not ended by the signal.
+func killCLIAt(t testing.TB, step string, args ...string) {
+	t.Helper()
+	p := startCLI(t, []string{faultpoint.Env + "=" + step}, args...)
+	want := "fault point " + step + " reached"
+	reached := false
+	timeout := time.After(30 * time.Second)
+wait:
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				break wait
+			}
+			if strings.Contains(l, want) {
+				reached = true
+				break wait
+			}
+		case <-timeout:
+			break wait
+		}
+	}
+	p.cmd.Process.Kill()
+	werr := p.cmd.Wait()
+	if !reached {
+		t.Fatalf("sandbox-resume %s never reached fault point %s (%v); stderr:\n%s", strings.Join(args, " "), step, werr, p.stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || !ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("sandbox-resume at fault point %s was not killed by the signal: %v", step, werr)
+	}
+}
+
+// killCLIAfter runs the CLI and SIGKILLs it after delay; it reports
+// whether the signal arrived before the process ended (a process that ended
+// first must have succeeded).
+func killCLIAfter(t testing.TB, delay time.Duration, args ...string) bool {
+	t.Helper()
+	p := startCLI(t, nil, args...)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("sandbox-resume ended before the kill with %v: %s", err, p.stderr.String())
+		}
+		return false
+	case <-time.After(delay):
+		p.cmd.Process.Kill()
+		<-done
+		return true
+	}
+}
+
+// suspendBig is suspendReal with n random (incompressible) bytes in the
+// diff, so that the import has work to be interrupted in.
+func suspendBig(t testing.TB, d *harness.Daemon, config string, n int) *suspended {
+	t.Helper()
+	s := suspend(t, d, config)
+	big := make([]byte, n)
+	rand.Read(big)
+	blob, diff := diffLayer(t, map[string]string{"data.txt": string(big), "var/sr/n.txt": "nested\n"})
+	s.diff, s.ref.RootfsDiff = blob, diff
+	writeDiff(t, d, d.Namespace, s.ref.Run, blob)
+	s.sign(t)
+	return s
+}
+
+// nsCtx is a context in namespace ns of d.
+func nsCtx(t testing.TB, ns string) context.Context {
+	return namespaces.WithNamespace(ctx(t), ns)
+}
+
+// blobSet lists the digests in the content store of namespace ns.
+func blobSet(t testing.TB, d *harness.Daemon, ns string) map[digest.Digest]bool {
+	t.Helper()
+	out := map[digest.Digest]bool{}
+	if err := d.Client.ContentStore().Walk(nsCtx(t, ns), func(i content.Info) error { out[i.Digest] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// leaseContent lists the content resources lease holds in ns (nil when the
+// lease does not exist) and the lease's labels.
+func leaseContent(t testing.TB, d *harness.Daemon, ns, id string) (held map[digest.Digest]bool, labels map[string]string, exists bool) {
+	t.Helper()
+	c := nsCtx(t, ns)
+	ls, err := d.Client.LeasesService().List(c, "id=="+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) == 0 {
+		return nil, nil, false
+	}
+	rs, err := d.Client.LeasesService().ListResources(c, ls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = map[digest.Digest]bool{}
+	for _, r := range rs {
+		if r.Type == "content" {
+			held[digest.Digest(r.ID)] = true
+		}
+	}
+	return held, ls[0].Labels, true
+}
+
+// tempLeases lists the temporary leases in ns.
+func tempLeases(t testing.TB, d *harness.Daemon, ns string) []leases.Lease {
+	t.Helper()
+	ls, err := d.Client.LeasesService().List(nsCtx(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []leases.Lease
+	for _, l := range ls {
+		if _, ok := l.Labels[labelTemporary]; ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// collectGarbage makes the daemon run a garbage collection now: deleting a
+// lease synchronously runs one (for every namespace).
+func collectGarbage(t testing.TB, d *harness.Daemon, ns string) {
+	t.Helper()
+	c := nsCtx(t, ns)
+	l, err := d.Client.LeasesService().Create(c, leases.WithRandomID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Client.LeasesService().Delete(c, l, leases.SynchronousDelete); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func holdsAll(held map[digest.Digest]bool, want []digest.Digest) bool {
+	for _, d := range want {
+		if !held[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// impState is what a killed import left in its namespace and beside --out.
+type impState struct {
+	temp      int  // temporary leases
+	tempHeld  int  // content resources they hold
+	tempAged  bool // every temporary lease expires within TempLeaseExpiry
+	runHeld   bool // the run lease holds every blob of the artifact
+	out       []byte
+	tempFiles []string
+}
+
+func (s impState) String() string {
+	return fmt.Sprintf("temp=%d tempHeld=%d tempExpires=%t runHeld=%t out=%t tempFiles=%v",
+		s.temp, s.tempHeld, s.tempAged, s.runHeld, s.out != nil, s.tempFiles)
+}
+
+func (s impState) name() string {
+	switch {
+	case s.out != nil:
+		return impComplete
+	case s.temp > 0 && s.tempHeld == 0:
+		return impTempEmpty
+	case s.temp > 0 && !s.runHeld:
+		return impTempHolds
+	case s.temp > 0:
+		return impBothHold
+	case s.runHeld:
+		return impRunOnly
+	}
+	return impNothing
+}
+
+// impRig is the daemon, the archive and what a complete import stores.
+type impRig struct {
+	d       *harness.Daemon
+	s       *suspended
+	archive string
+	refFile []byte          // the exact bytes --out must hold
+	held    []digest.Digest // what the run lease must hold after an import
+	lease   string          // the run lease
+}
+
+func (r *impRig) args(ns, out string) []string {
+	return []string{"--address", r.d.Address, "--namespace", ns, "--output", "json", "import", r.archive, "--trust", r.s.pub, "--out", out}
+}
+
+func (r *impRig) observe(t testing.TB, ns, out string) impState {
+	t.Helper()
+	var s impState
+	s.tempAged = true
+	for _, l := range tempLeases(t, r.d, ns) {
+		s.temp++
+		held, _, _ := leaseContent(t, r.d, ns, l.ID)
+		s.tempHeld += len(held)
+		exp, err := time.Parse(time.RFC3339Nano, l.Labels[labelGCExpire])
+		if err != nil || exp.After(time.Now().Add(containerd.TempLeaseExpiry)) {
+			s.tempAged = false
+		}
+	}
+	held, _, _ := leaseContent(t, r.d, ns, r.lease)
+	s.runHeld = holdsAll(held, r.held)
+	if b, err := os.ReadFile(out); err == nil {
+		s.out = b
+	} else if !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	s.tempFiles, _ = filepath.Glob(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"))
+	return s
+}
+
+// wantImportStep is the state each import fault point must leave; again
+// is a namespace where the run was imported before the trial.
+func wantImportStep(t testing.TB, step string, again bool, s impState) {
+	t.Helper()
+	var ok bool
+	switch step {
+	case "import-scan":
+		ok = s.temp == 0 && s.runHeld == again && s.out == nil
+	case "import-templease":
+		ok = s.temp == 1 && s.tempHeld == 0 && s.runHeld == again && s.out == nil
+	case "import-ingest":
+		ok = s.temp == 1 && s.tempHeld > 0 && s.runHeld == again && s.out == nil
+	case "import-hold":
+		ok = s.temp == 1 && s.tempHeld > 0 && s.runHeld && s.out == nil
+	case "import-release":
+		ok = s.temp == 0 && s.runHeld && s.out == nil
+	case "import-write":
+		ok = s.temp == 0 && s.runHeld && s.out != nil
+	default:
+		t.Fatalf("unknown import step %q", step)
+	}
+	if !ok {
+		t.Errorf("killed at fault point %s (run imported before: %t), found %v", step, again, s)
+	}
+}
+
+// TestImportFaultTrials SIGKILLs `import` at each of its fault points
+// (three trials each, two in a namespace where nothing of the run is, one
+// where the run was imported before) and at random moments (eight trials;
+// the seed is logged). After each kill: --out is absent or complete, every
+// blob the namespace held before is still there after a garbage
+// collection, a leftover temporary lease expires within TempLeaseExpiry,
+// and a rerun succeeds; deleting the leftover temporary leases (their
+// expiry) then loses nothing of the run, and resume --check accepts it.
+func TestImportFaultTrials(t *testing.T) {
+	d := harness.Start(t, "impfault")
+	bb := harness.ImportBusybox(t, d, "busybox:1")
+	pinned := pinnedConfig(bb)
+	s := suspendBig(t, d, pinned, 4<<20)
+	dir := t.TempDir()
+	r := &impRig{d: d, s: s, archive: filepath.Join(dir, "run.tar"), lease: snapshot.RunLease(s.ref.Run)}
+	var exp containerd.ExportResult
+	mustCLI(t, d, "", &exp, "export", "--ref", s.refPath, "--out", r.archive, "--with-base")
+	var err error
+	if r.refFile, err = os.ReadFile(s.refPath); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two uninterrupted imports: what a complete one holds, and (the
+	// quicker) how long the process takes, the range of the random kills.
+	full := time.Duration(1<<63 - 1)
+	for i := range 2 {
+		ns := d.NewNamespace()
+		out := filepath.Join(dir, fmt.Sprintf("full%d.ref.json", i))
+		start := time.Now()
+		var imp containerd.ImportResult
+		mustCLI(t, d, ns, &imp, "import", r.archive, "--trust", s.pub, "--out", out)
+		full = min(full, time.Since(start))
+		held, _, ok := leaseContent(t, d, ns, r.lease)
+		if !ok || len(held) != imp.Blobs || imp.Blobs < 4 {
+			t.Fatalf("a complete import held %d blobs in lease %s (exists %t), reported %d", len(held), r.lease, ok, imp.Blobs)
+		}
+		r.held = r.held[:0]
+		for dg := range held {
+			r.held = append(r.held, dg)
+		}
+		if tl := tempLeases(t, d, ns); len(tl) != 0 {
+			t.Fatalf("a complete import left temporary leases %v", tl)
+		}
+	}
+	t.Logf("an uninterrupted import process takes %s (archive %d bytes)", full, exp.Size)
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("random kill times: seed %d", seed)
+	rng := mrand.New(mrand.NewPCG(seed, 0))
+	type trial struct {
+		step  string
+		again bool
+		delay time.Duration
+	}
+	var trials []trial
+	for k := range 3 {
+		for _, step := range importSteps {
+			trials = append(trials, trial{step: step, again: k == 2})
+		}
+	}
+	for range 8 {
+		trials = append(trials, trial{delay: time.Duration(rng.Int64N(int64(full)))})
+	}
+
+	counts := map[string]int{}
+	for i, tr := range trials {
+		n := i + 1
+		ns := d.NewNamespace()
+		// What the namespace holds before: the base image, and in "again"
+		// trials the run itself (imported to another file).
+		d.Put(t, ns, bb.Image)
+		if tr.again {
+			mustCLI(t, d, ns, nil, "import", r.archive, "--trust", s.pub, "--out", filepath.Join(dir, fmt.Sprintf("t%d.before.json", n)))
+		}
+		before := blobSet(t, d, ns)
+		out := filepath.Join(dir, fmt.Sprintf("t%d.ref.json", n))
+
+		how := "at fault point " + tr.step
+		if tr.step != "" {
+			killCLIAt(t, tr.step, r.args(ns, out)...)
+		} else {
+			how = fmt.Sprintf("after %s", tr.delay.Round(time.Millisecond))
+			if !killCLIAfter(t, tr.delay, r.args(ns, out)...) {
+				how += " (it had finished)"
+			}
+		}
+		st := r.observe(t, ns, out)
+		counts[st.name()]++
+		t.Logf("trial %d: killed %s (run imported before: %t): %s [%v]", n, how, tr.again, st.name(), st)
+		if tr.step != "" {
+			wantImportStep(t, tr.step, tr.again, st)
+		}
+
+		// Never a partial --out; a leftover temporary lease expires.
+		if st.out != nil && !bytes.Equal(st.out, r.refFile) {
+			t.Errorf("trial %d: --out holds %d bytes that are not the ref file (%d bytes)", n, len(st.out), len(r.refFile))
+		}
+		if !st.tempAged {
+			t.Errorf("trial %d: a temporary lease without an expiry within %s", n, containerd.TempLeaseExpiry)
+		}
+		// Nothing the namespace held before is lost, even after a GC.
+		collectGarbage(t, d, ns)
+		after := blobSet(t, d, ns)
+		for dg := range before {
+			if !after[dg] {
+				t.Errorf("trial %d: blob %s was in the content store before the killed import and is gone", n, dg)
+			}
+		}
+		if tr.again && !st.runHeld {
+			t.Errorf("trial %d: the run lease no longer holds the run imported before", n)
+		}
+
+		// A rerun succeeds and writes the ref file.
+		var imp containerd.ImportResult
+		mustCLI(t, d, ns, &imp, "import", r.archive, "--trust", s.pub, "--out", out)
+		if b, _ := os.ReadFile(out); !bytes.Equal(b, r.refFile) {
+			t.Errorf("trial %d: the rerun's --out is not the ref file", n)
+		}
+		// The leftover temporary leases expire: nothing of the run goes.
+		for _, l := range tempLeases(t, d, ns) {
+			if err := d.Client.LeasesService().Delete(nsCtx(t, ns), l, leases.SynchronousDelete); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held, _, _ := leaseContent(t, d, ns, r.lease)
+		final := blobSet(t, d, ns)
+		for _, dg := range r.held {
+			if !held[dg] || !final[dg] {
+				t.Errorf("trial %d: after the rerun and the temporary lease's expiry, %s held %t present %t", n, dg, held[dg], final[dg])
+			}
+		}
+		for dg := range before {
+			if !final[dg] {
+				t.Errorf("trial %d: blob %s held before is gone after the rerun", n, dg)
+			}
+		}
+		if st, err := d.Client.ContentStore().ListStatuses(nsCtx(t, ns)); err != nil || len(st) != 0 {
+			t.Errorf("trial %d: ingests left in progress after the rerun and expiry: %v (%v)", n, st, err)
+		}
+		code, v := check(t, d, ns, withRef(s, out), pinned)
+		wantRefused(t, code, v, 0, "", "")
+	}
+
+	var summary []string
+	for name, c := range counts {
+		summary = append(summary, fmt.Sprintf("%s: %d", name, c))
+	}
+	slices.Sort(summary)
+	t.Logf("%d trials: %s", len(trials), strings.Join(summary, "; "))
+	for _, name := range []string{impNothing, impTempEmpty, impTempHolds, impBothHold, impRunOnly, impComplete} {
+		if counts[name] < 2 {
+			t.Errorf("state %q observed %d times, want at least 2", name, counts[name])
+		}
+	}
+}
