@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -488,5 +490,89 @@ func TestImportFaultTrials(t *testing.T) {
 		if counts[name] < 2 {
 			t.Errorf("state %q observed %d times, want at least 2", name, counts[name])
 		}
+	}
+}
+
+// checkJSON runs `resume --check` with --output json in d's namespace and
+// returns the exit code and stdout (the verdict).
+func checkJSON(t testing.TB, d *harness.Daemon, refPath, config, trust string) (int, []byte) {
+	t.Helper()
+	code, stdout, stderr := srcli(t, d, "", "resume", "--check", "--ref", refPath, "--config", config, "--trust", trust)
+	var v struct {
+		ExitCode int `json:"exitCode"`
+	}
+	if err := json.Unmarshal(stdout, &v); err != nil || v.ExitCode != code {
+		t.Fatalf("resume --check: exit %d, stdout is not its verdict (%v):\n%s\nstderr: %s", code, err, stdout, stderr)
+	}
+	return code, stdout
+}
+
+// TestDaemonKilledBetweenSuspendAndResume suspends a real container, takes
+// the resume --check verdicts of the ref against the same declaration (0),
+// a drifted one (3) and another trusted key (6), SIGKILLs the daemon and
+// restarts it on the same root: every verdict is the same, byte for byte,
+// and the run lease, its diff and the container's labels survived.
+func TestDaemonKilledBetweenSuspendAndResume(t *testing.T) {
+	d := harness.Start(t, "killd")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	env := newSuspendEnv(t, "busybox:1")
+	cid := runningContainer(t, d, im.Name, "k")
+	refPath := filepath.Join(env.dir, "ref.json")
+	const run = "killd-1"
+	if _, code := runCLI(t, d, "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--run", run, "--out", refPath); code != 0 {
+		t.Fatalf("suspend: exit %d", code)
+	}
+	file, err := os.ReadFile(refPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := snapshot.OpenRef(file, env.trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := filepath.Join(env.dir, "drifted.json")
+	if err := os.WriteFile(drifted, []byte(`{"image": "busybox:1", "name": "suspend test", "containerEnv": {"A": "1"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := envmanifest.WriteKeyPair(filepath.Join(t.TempDir(), "other"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, config, trust string
+		want                int
+	}{
+		{"same declaration", env.cfg, filepath.Join(env.dir, "signer.pub"), 0},
+		{"drifted declaration", drifted, filepath.Join(env.dir, "signer.pub"), 3},
+		{"another key trusted", env.cfg, other, 6},
+	}
+	before := make([][]byte, len(cases))
+	for i, c := range cases {
+		code, v := checkJSON(t, d, refPath, c.config, c.trust)
+		if code != c.want {
+			t.Fatalf("%s before the kill: exit %d, want %d:\n%s", c.name, code, c.want, v)
+		}
+		before[i] = v
+	}
+
+	d.Kill(t)
+	d.Restart(t)
+
+	for i, c := range cases {
+		code, v := checkJSON(t, d, refPath, c.config, c.trust)
+		if code != c.want || !bytes.Equal(v, before[i]) {
+			t.Errorf("%s: after the daemon was killed and restarted, exit %d:\n%s\nbefore (exit %d):\n%s", c.name, code, v, c.want, before[i])
+		}
+	}
+	rt := d.Connect(t, "")
+	c := d.Context(t)
+	for _, dg := range []digest.Digest{ref.RootfsDiff.Digest, digest.FromBytes(file), im.Manifest} {
+		if held, err := rt.LeaseHolds(c, snapshot.RunLease(run), dg); err != nil || !held {
+			t.Errorf("after the kill, run lease %s holds %s: %t (%v)", snapshot.RunLease(run), dg, held, err)
+		}
+	}
+	ctr, err := rt.Container(c, cid)
+	if err != nil || ctr.Labels[snapshot.LabelRun] != run || ctr.Task != snapshot.TaskNone {
+		t.Errorf("after the kill, container %s: labels %v task %q (%v)", cid, ctr.Labels, ctr.Task, err)
 	}
 }
