@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -112,9 +114,18 @@ func (c *Core) appendJSON(dst []byte) ([]byte, error) {
 		enc.WriteToken(jsontext.String(name))
 		enc.WriteToken(jsontext.String(v))
 	}
+	// Members are written in the order JCS sorts them into (RFC 8785
+	// §3.2.3), containerEnv names too: JCS still sorts, but sorted input
+	// is its cheap case. The order changes no output byte.
 	enc.WriteToken(jsontext.BeginObject)
-	str("schema", c.Schema)
-	str("image", c.Image)
+	if len(c.ContainerEnv) > 0 {
+		enc.WriteToken(jsontext.String("containerEnv"))
+		enc.WriteToken(jsontext.BeginObject)
+		for _, k := range slices.Sorted(maps.Keys(c.ContainerEnv)) {
+			str(k, c.ContainerEnv[k])
+		}
+		enc.WriteToken(jsontext.EndObject)
+	}
 	if len(c.Features) > 0 {
 		enc.WriteToken(jsontext.String("features"))
 		enc.WriteToken(jsontext.BeginArray)
@@ -135,24 +146,17 @@ func (c *Core) appendJSON(dst []byte) ([]byte, error) {
 		}
 		enc.WriteToken(jsontext.EndArray)
 	}
-	if len(c.ContainerEnv) > 0 {
-		enc.WriteToken(jsontext.String("containerEnv"))
-		enc.WriteToken(jsontext.BeginObject)
-		for k, v := range c.ContainerEnv {
-			str(k, v)
-		}
-		enc.WriteToken(jsontext.EndObject)
-	}
+	str("image", c.Image)
 	if len(c.Mounts) > 0 {
 		enc.WriteToken(jsontext.String("mounts"))
 		enc.WriteToken(jsontext.BeginArray)
 		for _, m := range c.Mounts {
 			enc.WriteToken(jsontext.BeginObject)
+			str("kind", m.Kind)
 			if m.Source != "" {
 				str("source", m.Source)
 			}
 			str("target", m.Target)
-			str("kind", m.Kind)
 			enc.WriteToken(jsontext.EndObject)
 		}
 		enc.WriteToken(jsontext.EndArray)
@@ -160,6 +164,7 @@ func (c *Core) appendJSON(dst []byte) ([]byte, error) {
 	if c.RemoteUser != "" {
 		str("remoteUser", c.RemoteUser)
 	}
+	str("schema", c.Schema)
 	// Token writes of strings and delimiters in this fixed shape cannot
 	// fail; the closing write reports any earlier error all the same.
 	if err := enc.WriteToken(jsontext.EndObject); err != nil {
