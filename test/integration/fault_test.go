@@ -19,10 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/go-digest"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
@@ -575,4 +579,227 @@ func TestDaemonKilledBetweenSuspendAndResume(t *testing.T) {
 	if err != nil || ctr.Labels[snapshot.LabelRun] != run || ctr.Task != snapshot.TaskNone {
 		t.Errorf("after the kill, container %s: labels %v task %q (%v)", cid, ctr.Labels, ctr.Task, err)
 	}
+}
+
+// scriptContainer is runningContainer with another workload: script runs
+// under /bin/sh -c and must print READY once its files are written.
+func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) string {
+	t.Helper()
+	ctx := d.Context(t)
+	img, err := d.Client.GetImage(ctx, name)
+	if err != nil {
+		t.Fatalf("image %s: %v", name, err)
+	}
+	if err := img.Unpack(ctx, "overlayfs"); err != nil {
+		t.Fatalf("unpack %s: %v", name, err)
+	}
+	cid := d.ID(id)
+	c, err := d.Client.NewContainer(ctx, cid, client.WithImage(img), client.WithSnapshotter("overlayfs"),
+		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", script)))
+	if err != nil {
+		t.Fatalf("new container %s: %v", cid, err)
+	}
+	out := &syncBuffer{}
+	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(filepath.Join(d.Dir, "fifo"))))
+	if err != nil {
+		t.Fatalf("new task %s: %v", cid, err)
+	}
+	if err := task.Start(ctx); err != nil {
+		t.Fatalf("start %s: %v", cid, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "READY") {
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s did not print READY: %q", cid, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cid
+}
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory under the
+// test's temp dir and unmounts it when the test ends.
+func mountTmpfs(t testing.TB, size int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tmpfs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Fatalf("mount a %d-byte tmpfs on %s: %v", size, dir, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// jsonError is the CLI's --output json error document.
+type jsonError struct {
+	Error struct{ Class, Message string } `json:"error"`
+}
+
+// TestSuspendDiskFull suspends a container whose changes fit in the
+// daemon's root (a 64 MiB tmpfs) but whose diff does not fit beside them:
+// suspend fails with exit 1 naming ENOSPC and the container, writes no ref
+// file, adds no blob, the run lease holds at most the base and the partial
+// diff's ingest (no ingest outside it), and the task runs again. With the tmpfs grown the same
+// suspend (same --run) completes. Then the --out directory is a full tmpfs:
+// suspend fails without a ref file or a temporary file there, and once
+// space is freed the rerun completes with the same diff.
+func TestSuspendDiskFull(t *testing.T) {
+	const rootSize = 64 << 20
+	d := harness.StartTmpfs(t, "diskfull", rootSize)
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	env := newSuspendEnv(t, "busybox:1")
+	_, free := d.RootUsage(t)
+	// The changes take 60% of what is free after the image: the diff of
+	// incompressible bytes (as large again) cannot fit beside them.
+	big := free * 6 / 10 >> 20 << 20
+	cid := scriptContainer(t, d, im.Name, "full",
+		fmt.Sprintf("head -c %d /dev/urandom > /big && echo READY && exec sleep 3600", big))
+	used0, free0 := d.RootUsage(t)
+	if free0 >= big {
+		t.Fatalf("the tmpfs has %d bytes free after writing %d: the diff would fit", free0, big)
+	}
+	rt := d.Connect(t, "")
+	c := d.Context(t)
+	blobs0 := blobSet(t, d, d.Namespace)
+	base := map[digest.Digest]bool{im.Index: true, im.Manifest: true, im.Config: true}
+	for _, l := range im.Image.Layers {
+		base[l.Digest] = true
+	}
+
+	const run = "full-1"
+	out := filepath.Join(env.dir, "ref.json")
+	args := []string{"suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--run", run, "--out", out}
+	code, stdout, stderr := srcli(t, d, "", args...)
+	var je jsonError
+	if err := json.Unmarshal(stdout, &je); err != nil {
+		t.Fatalf("suspend on a full disk: exit %d, stdout is not a JSON error (%v): %s\nstderr: %s", code, err, stdout, stderr)
+	}
+	t.Logf("suspend with %d bytes changed and %d free: exit %d: %s", big, free0, code, je.Error.Message)
+	if code != 1 || !strings.Contains(je.Error.Message, "no space left on device") || !strings.Contains(je.Error.Message, cid) {
+		t.Errorf("suspend on a full disk: exit %d class %q, want 1 and a message naming ENOSPC and the container", code, je.Error.Class)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed suspend left %s (%v)", out, err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(env.dir, ".ref.json.tmp-*")); len(tmp) != 0 {
+		t.Errorf("a failed suspend left temporary files %v", tmp)
+	}
+	// The run lease holds at most the base, and the partial diff the
+	// daemon keeps (containerd's differ aborts only an ingest it named
+	// itself) is an ingest of the run lease: a rerun truncates it, discard
+	// deletes it. Nothing else is left in progress and no blob was added.
+	lease := snapshot.RunLease(run)
+	tracked := map[string]bool{}
+	if ls, err := d.Client.LeasesService().List(c, "id=="+lease); err == nil && len(ls) == 1 {
+		rs, err := d.Client.LeasesService().ListResources(c, ls[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			switch {
+			case r.Type == "content" && !base[digest.Digest(r.ID)]:
+				t.Errorf("after the failed suspend, run lease holds %s, not a blob of the base", r.ID)
+			case r.Type == "ingests":
+				tracked[r.ID] = true
+			}
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	sts, err := d.Client.ContentStore().ListStatuses(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		if !tracked[st.Ref] {
+			t.Errorf("ingest %s (%d bytes) is in progress and not tracked by run lease %s", st.Ref, st.Offset, lease)
+		} else {
+			t.Logf("the failed diff's ingest %s (%d bytes) is held by run lease %s", st.Ref, st.Offset, lease)
+		}
+	}
+	for dg := range blobSet(t, d, d.Namespace) {
+		if !blobs0[dg] {
+			t.Errorf("the failed suspend stored blob %s", dg)
+		}
+	}
+	if ctr, err := rt.Container(c, cid); err != nil || ctr.Task != snapshot.TaskRunning {
+		t.Errorf("after the failed suspend, task %q (%v), want running (resumed)", ctr.Task, err)
+	}
+
+	// Space freed: the same suspend completes.
+	d.ResizeRoot(t, 4*rootSize)
+	code, stdout, stderr = srcli(t, d, "", args...)
+	if code != 0 {
+		t.Fatalf("suspend after the root grew: exit %d: %s %s", code, stdout, stderr)
+	}
+	file, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := snapshot.OpenRef(file, env.trust)
+	if err != nil {
+		t.Fatalf("the ref after the retry does not verify: %v", err)
+	}
+	if ref.RootfsDiff.Size < big || ref.RootfsDiff.UncompressedSize < big {
+		t.Errorf("the diff is %d bytes (%d uncompressed), the container changed %d", ref.RootfsDiff.Size, ref.RootfsDiff.UncompressedSize, big)
+	}
+	if held, err := rt.LeaseHolds(c, lease, ref.RootfsDiff.Digest); err != nil || !held {
+		t.Errorf("run lease holds the diff %s: %t (%v)", ref.RootfsDiff.Digest, held, err)
+	}
+	if sts, err := d.Client.ContentStore().ListStatuses(c); err != nil || len(sts) != 0 {
+		t.Errorf("ingests in progress after the completed suspend: %v (%v)", sts, err)
+	}
+	// What is used now: the changes and their diff, not a partial diff
+	// besides.
+	if used, _ := d.RootUsage(t); used > used0+ref.RootfsDiff.Size+4<<20 {
+		t.Errorf("after the completed suspend %d bytes are used: %d before it plus a %d-byte diff", used, used0, ref.RootfsDiff.Size)
+	}
+
+	t.Run("ref file on a full file system", func(t *testing.T) {
+		cid := runningContainer(t, d, im.Name, "fullout")
+		dir := mountTmpfs(t, 4096)
+		filler := filepath.Join(dir, "filler")
+		f, err := os.Create(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for err == nil {
+			_, err = f.Write(make([]byte, 4096))
+		}
+		f.Close()
+		const run = "fullout-1"
+		out := filepath.Join(dir, "ref.json")
+		args := []string{"suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--run", run, "--out", out}
+		code, stdout, _ := srcli(t, d, "", args...)
+		var je jsonError
+		json.Unmarshal(stdout, &je)
+		t.Logf("suspend with --out on a full file system: exit %d: %s", code, je.Error.Message)
+		if code != 1 || !strings.Contains(je.Error.Message, "no space left on device") || !strings.Contains(je.Error.Message, out) {
+			t.Errorf("exit %d %q, want 1 and a message naming ENOSPC and %s", code, je.Error.Message, out)
+		}
+		ents, _ := os.ReadDir(dir)
+		if len(ents) != 1 {
+			t.Errorf("the failed ref file write left %d entries in %s, want only the filler", len(ents), dir)
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		if code, stdout, stderr := srcli(t, d, "", args...); code != 0 {
+			t.Fatalf("suspend after freeing space: exit %d: %s %s", code, stdout, stderr)
+		}
+		file, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := snapshot.OpenRef(file, env.trust)
+		if err != nil || ref.Run != run {
+			t.Fatalf("the ref after freeing space: run %v: %v", ref, err)
+		}
+	})
 }
