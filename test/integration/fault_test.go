@@ -26,10 +26,12 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -802,4 +804,127 @@ func TestSuspendDiskFull(t *testing.T) {
 			t.Fatalf("the ref after freeing space: run %v: %v", ref, err)
 		}
 	})
+}
+
+// swapRef returns the entries of an archive whose artifact (manifest
+// artifact) carries refFile in place of its ref: the ref blob replaced, the
+// manifest's config re-pointed and index.json re-pointed at the rewritten
+// manifest; everything else is untouched.
+func swapRef(t testing.TB, es []entry, artifact digest.Digest, refFile []byte) []entry {
+	t.Helper()
+	var old digest.Digest
+	es = replaceManifest(t, es, artifact, func(m *ocispec.Manifest) {
+		old = m.Config.Digest
+		m.Config.Digest, m.Config.Size = digest.FromBytes(refFile), int64(len(refFile))
+	})
+	i := find(es, blobName(old))
+	if i < 0 {
+		t.Fatalf("the archive has no ref blob %s", old)
+	}
+	es[i].data, es[i].hdr.Name = refFile, blobName(digest.FromBytes(refFile))
+	return es
+}
+
+// TestNewerRefSchemaRefused signs a ref whose schema is
+// "sandbox.snapshot-ref/2" with a trusted key: resume --check refuses it
+// at check 3 (ref-schema) with exit 2 and a message naming the version and
+// asking for an upgrade; export refuses it too; an archive carrying it is
+// refused by import with exit 2 and the same message, leaving no blob, no
+// lease and no --out file. The same archive rewrite with the /1 ref
+// imports (the refusal is the schema's).
+func TestNewerRefSchemaRefused(t *testing.T) {
+	d := harness.Start(t, "newschema")
+	bb := harness.ImportBusybox(t, d, "busybox:1")
+	pinned := pinnedConfig(bb)
+	s := suspendReal(t, d, pinned, nil)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.tar")
+	var exp containerd.ExportResult
+	mustCLI(t, d, "", &exp, "export", "--ref", s.refPath, "--out", good, "--with-base")
+	file1, err := os.ReadFile(s.refPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const newer = "sandbox.snapshot-ref/2"
+	r2 := s.ref
+	r2.Schema = newer
+	file2, err := snapshot.SignRef(&r2, s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref2 := filepath.Join(dir, "ref2.json")
+	if err := os.WriteFile(ref2, file2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantMessage := func(what, msg string) {
+		t.Helper()
+		if !strings.Contains(msg, newer) || !strings.Contains(msg, "newer than this tool reads") || !strings.Contains(msg, "upgrade") {
+			t.Errorf("%s: message %q does not name %s as newer and ask for an upgrade", what, msg, newer)
+		}
+	}
+
+	code, v := check(t, d, "", withRef(s, ref2), pinned)
+	wantRefused(t, code, v, 2, resume.ClassBadInput, resume.CheckRefSchema)
+	var msgs []string
+	if f := v.Failed(); f != nil {
+		msgs = append(msgs, f.Detail)
+	}
+	for _, r := range v.Refusals {
+		msgs = append(msgs, r.Pointer+": "+r.Message)
+	}
+	t.Logf("resume --check: %s", strings.Join(msgs, "; "))
+	wantMessage("resume --check", strings.Join(msgs, "\n"))
+
+	code, stdout, stderr := srcli(t, d, "", "export", "--ref", ref2, "--out", filepath.Join(dir, "x.tar"))
+	var je jsonError
+	json.Unmarshal(stdout, &je)
+	if code != 2 {
+		t.Errorf("export of a %s ref: exit %d, want 2: %s %s", newer, code, stdout, stderr)
+	}
+	wantMessage("export", je.Error.Message)
+
+	base := readEntries(t, good)
+	for _, tc := range []struct {
+		name string
+		ref  []byte
+		want int
+	}{
+		{"schema 1 (control)", file1, 0},
+		{"schema 2", file2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := swapRef(t, slices.Clone(base), exp.Artifact.Digest, tc.ref)
+			work := t.TempDir()
+			p := filepath.Join(work, "run.tar")
+			writeEntries(t, p, es)
+			ns := d.NewNamespace()
+			out := filepath.Join(work, "ref.json")
+			code, stdout, stderr := srcli(t, d, ns, "import", p, "--trust", s.pub, "--out", out)
+			if code != tc.want {
+				t.Fatalf("import: exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.want, stdout, stderr)
+			}
+			if tc.want == 0 {
+				if b, _ := os.ReadFile(out); !bytes.Equal(b, tc.ref) {
+					t.Errorf("--out is not the ref")
+				}
+				return
+			}
+			var je jsonError
+			if err := json.Unmarshal(stdout, &je); err != nil {
+				t.Fatalf("stdout is not a JSON error (%v): %s", err, stdout)
+			}
+			t.Logf("import: %s", je.Error.Message)
+			wantMessage("import", je.Error.Message)
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused import wrote %s", out)
+			}
+			if n := countBlobs(t, d, ns); n != 0 {
+				t.Errorf("%d blobs stored by the refused import", n)
+			}
+			if ls, err := d.Client.LeasesService().List(nsCtx(t, ns)); err != nil || len(ls) != 0 {
+				t.Errorf("leases left by the refused import: %v (%v)", ls, err)
+			}
+		})
+	}
 }
