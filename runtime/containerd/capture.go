@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -189,6 +190,11 @@ func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Conta
 			diff.WithMediaType(ocispec.MediaTypeImageLayerGzip), diff.WithReference(lease+"/diff"))
 	}
 	if err != nil {
+		// The ingest is named by us, so containerd leaves a failed one in
+		// place (24 MB measured on a full disk): abort it to free the space.
+		if aerr := r.client.ContentStore().Abort(ctx, lease+"/diff"); aerr != nil && !errdefs.IsNotFound(native(aerr)) {
+			err = errors.Join(err, fmt.Errorf("abort ingest %s/diff: %w", lease, native(aerr)))
+		}
 		return snapshot.Diff{}, fmt.Errorf("diff snapshot %s/%s: %w", c.Snapshotter, c.SnapshotKey, native(err))
 	}
 	if err := r.addContent(ctx, lease, desc.Digest); err != nil {
