@@ -1,0 +1,382 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
+)
+
+// materializeConfig is the declaration of the suspended runs below: an
+// applied env entry, one with ${…} and a mount (both not applied).
+const materializeConfig = `{
+	"image": "busybox:1",
+	"containerEnv": {"GREETING": "hello", "HOMEISH": "${localEnv:HOME}"},
+	"mounts": ["type=volume,source=cache,target=/cache"]
+}`
+
+// suspendedRun is a run suspended through the CLI: a container ran
+// workload (writes /data.txt and /var/sr/n.txt, deletes the marker), was
+// suspended with run id run, and ref is its signed ref file.
+type suspendedRun struct {
+	d                  *harness.Daemon
+	run, ref, cfg, pub string
+	key                string
+	dir                string
+}
+
+func suspendRun(t *testing.T, d *harness.Daemon, run string) *suspendedRun {
+	t.Helper()
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	cid := runningContainer(t, d, im.Name, "src-"+run)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "devcontainer.json")
+	if err := os.WriteFile(cfg, []byte(materializeConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pub, key, err := envmanifest.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(dir, "ref.json")
+	if _, code := runCLI(t, d, "suspend", "--container", cid, "--config", cfg, "--key", key, "--run", run, "--out", ref); code != 0 {
+		t.Fatalf("suspend exit %d", code)
+	}
+	return &suspendedRun{d: d, run: run, ref: ref, cfg: cfg, pub: pub, key: key, dir: dir}
+}
+
+// resumeCLI runs `resume` (no --check) with --output json through the CLI
+// binary and returns the exit code and verdict.
+func resumeCLI(t *testing.T, s *suspendedRun, extra ...string) (int, *resume.Verdict) {
+	t.Helper()
+	args := []string{"--address", s.d.Address, "--namespace", s.d.Namespace, "--output", "json",
+		"resume", "--ref", s.ref, "--config", s.cfg, "--trust", s.pub}
+	cmd := exec.Command(cli(t), append(args, extra...)...)
+	cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var v resume.Verdict
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+		t.Fatalf("exit %d: stdout is not a verdict: %v\n%s\nstderr: %s", code, err, stdout.String(), stderr.String())
+	}
+	if code != v.ExitCode {
+		t.Errorf("exit %d, verdict says %d", code, v.ExitCode)
+	}
+	return code, &v
+}
+
+func failDetail(v *resume.Verdict) string {
+	if f := v.Failed(); f != nil {
+		return f.Name + ": " + f.Detail
+	}
+	return ""
+}
+
+// containers lists the container ids in the daemon's namespace.
+func containers(t *testing.T, d *harness.Daemon) map[string]bool {
+	t.Helper()
+	cs, err := d.Client.Containers(d.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, c := range cs {
+		out[c.ID()] = true
+	}
+	return out
+}
+
+// catIn starts the container's own process (busybox's /bin/sh, from the
+// image config) with a stdin kept open, so it waits, then executes script
+// inside it (as `ctr task exec` does) and returns the script's output; the
+// task is killed and deleted afterwards.
+func catIn(t *testing.T, d *harness.Daemon, id, script string) string {
+	t.Helper()
+	ctx := d.Context(t)
+	c, err := d.Client.LoadContainer(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := cio.WithFIFODir(filepath.Join(d.Dir, "fifo"))
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(pr, io.Discard, io.Discard), fifo))
+	if err != nil {
+		t.Fatalf("new task %s: %v", id, err)
+	}
+	defer func() {
+		task.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		task.Delete(context.WithoutCancel(ctx), client.WithProcessKill)
+	}()
+	if err := task.Start(ctx); err != nil {
+		t.Fatalf("start %s: %v", id, err)
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := *spec.Process
+	ps.Args, ps.Terminal = []string{"/bin/sh", "-c", script}, false
+	out := &syncBuffer{}
+	p, err := task.Exec(ctx, "show", &ps, cio.NewCreator(cio.WithStreams(nil, out, out), fifo))
+	if err != nil {
+		t.Fatalf("exec in %s: %v", id, err)
+	}
+	exitCh, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatalf("start exec in %s: %v", id, err)
+	}
+	select {
+	case <-exitCh:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("exec in %s did not exit; output %q", id, out.String())
+	}
+	// The copy of stdout may finish a little after the exit.
+	for i := 0; i < 50 && !strings.Contains(out.String(), "END"); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.Delete(ctx)
+	return out.String()
+}
+
+func TestMaterializeSeesPreSuspendFiles(t *testing.T) {
+	d := harness.Start(t, "mat")
+	s := suspendRun(t, d, "mat-1")
+
+	code, v := resumeCLI(t, s)
+	if code != 0 || !v.Accepted {
+		t.Fatalf("resume exit %d: %s", code, failDetail(v))
+	}
+	id := resume.DefaultContainerID(s.run)
+	if v.Container != id || v.Materialize == nil || v.Materialize.Result != resume.ResultPass {
+		t.Fatalf("verdict container %q materialize %+v", v.Container, v.Materialize)
+	}
+	wantNA := []string{"/containerEnv/HOMEISH", "/mounts/0"}
+	if fmt.Sprint(v.NotApplied) != fmt.Sprint(wantNA) {
+		t.Errorf("notApplied %v, want %v", v.NotApplied, wantNA)
+	}
+	out := catIn(t, d, id, `cat /data.txt /var/sr/n.txt; test -e /etc/sandbox-resume-marker && echo MARKER-PRESENT; echo "G=$GREETING H=$HOMEISH"; echo END`)
+	for _, want := range []string{"hello-from-suspend", "nested", "G=hello H=\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("resumed container output %q lacks %q", out, want)
+		}
+	}
+	if strings.Contains(out, "MARKER-PRESENT") {
+		t.Errorf("the file deleted before suspension is back: %q", out)
+	}
+	// Labels on the container.
+	c, err := d.Client.LoadContainer(d.Context(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(d.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Labels[snapshot.LabelRun] != s.run || !strings.HasPrefix(info.Labels[snapshot.LabelManifest], "blake3:") ||
+		info.Runtime.Name != "io.containerd.runc.v2" || info.SnapshotKey != id {
+		t.Errorf("container record: labels %v runtime %s snapshot key %s", info.Labels, info.Runtime.Name, info.SnapshotKey)
+	}
+
+	// A second resume (another container id) is 8 naming the holder.
+	code, v = resumeCLI(t, s, "--container", "other-"+s.run)
+	if code != 8 || !strings.Contains(failDetail(v), id) {
+		t.Errorf("second resume: exit %d %s; want 8 naming %s", code, failDetail(v), id)
+	}
+	if containers(t, d)["other-"+s.run] {
+		t.Errorf("the refused second resume created a container")
+	}
+
+	// discard, then resume: 7 (the diff is gone; the base image is stored).
+	if _, code := runCLI(t, d, "discard", "--run", s.run); code != 0 {
+		t.Fatalf("discard exit %d", code)
+	}
+	code, v = resumeCLI(t, s, "--container", "third-"+s.run)
+	if code != 7 || v.Class != resume.ClassSnapshotMissing {
+		t.Errorf("resume after discard: exit %d %s; want 7", code, failDetail(v))
+	}
+	if c := v.Check(resume.CheckImage); c == nil || c.Result != resume.ResultPass {
+		t.Errorf("image check after discard %+v, want pass (the base image is stored)", c)
+	}
+}
+
+func TestMaterializeStart(t *testing.T) {
+	d := harness.Start(t, "matstart")
+	s := suspendRun(t, d, "start-1")
+	code, v := resumeCLI(t, s, "--container", "started", "--start")
+	if code != 0 || v.Pid == 0 || v.Container != "started" {
+		t.Fatalf("resume --start exit %d pid %d container %q: %s", code, v.Pid, v.Container, failDetail(v))
+	}
+	task, err := func() (uint32, error) {
+		c, err := d.Client.LoadContainer(d.Context(t), "started")
+		if err != nil {
+			return 0, err
+		}
+		tk, err := c.Task(d.Context(t), nil)
+		if err != nil {
+			return 0, err
+		}
+		return tk.Pid(), nil
+	}()
+	if err != nil || task != v.Pid {
+		t.Fatalf("task pid %d (%v), verdict pid %d", task, err, v.Pid)
+	}
+}
+
+// TestMaterializeWrongDiffID: a ref whose diffID is wrong (re-signed by
+// the same key) is 7 and no container is created; the claim is released.
+func TestMaterializeWrongDiffID(t *testing.T) {
+	d := harness.Start(t, "matbad")
+	s := suspendRun(t, d, "bad-1")
+	file, err := os.ReadFile(s.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := envmanifest.LoadTrust(s.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := snapshot.OpenRef(file, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.RootfsDiff.DiffID = digest.FromString("not the diff")
+	k, err := envmanifest.LoadPrivateKey(s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := snapshot.SignRef(ref, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.ref, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := containers(t, d)
+	code, v := resumeCLI(t, s)
+	if code != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" {
+		t.Fatalf("exit %d class %s container %q: %s", code, v.Class, v.Container, failDetail(v))
+	}
+	if !strings.Contains(failDetail(v), ref.RootfsDiff.DiffID.String()) || !strings.Contains(failDetail(v), "released") {
+		t.Errorf("detail %q does not name the recorded diffID and the released claim", failDetail(v))
+	}
+	if after := containers(t, d); len(after) != len(before) {
+		t.Errorf("containers %v → %v", before, after)
+	}
+	rt := d.Connect(t, "")
+	if c, err := rt.ClaimHolder(d.Context(t), s.run); err != nil || c != nil {
+		t.Errorf("claim after a failed materialization: %+v, %v", c, err)
+	}
+}
+
+// TestMaterializeConcurrent: rounds of two concurrent resume processes of
+// one run with different --container ids: exactly one container, the other
+// process exits 8 naming the winner's container.
+func TestMaterializeConcurrent(t *testing.T) {
+	d := harness.Start(t, "matrace")
+	const rounds = 20
+	for i := 0; i < rounds; i++ {
+		s := suspendRun(t, d, fmt.Sprintf("race-%d", i))
+		ids := []string{fmt.Sprintf("race-%d-a", i), fmt.Sprintf("race-%d-b", i)}
+		codes := make([]int, 2)
+		verdicts := make([]*resume.Verdict, 2)
+		var wg sync.WaitGroup
+		for j := range ids {
+			wg.Add(1)
+			go func(j int) {
+				defer wg.Done()
+				codes[j], verdicts[j] = resumeCLI(t, s, "--container", ids[j])
+			}(j)
+		}
+		wg.Wait()
+		cs := containers(t, d)
+		win := -1
+		for j := range ids {
+			if codes[j] == 0 {
+				if win >= 0 {
+					t.Fatalf("round %d: both resumes succeeded", i)
+				}
+				win = j
+			}
+		}
+		if win < 0 {
+			t.Fatalf("round %d: exits %v: %s | %s", i, codes, failDetail(verdicts[0]), failDetail(verdicts[1]))
+		}
+		lose := 1 - win
+		if codes[lose] != 8 || !strings.Contains(failDetail(verdicts[lose]), ids[win]) {
+			t.Errorf("round %d: loser exit %d %q; want 8 naming %s", i, codes[lose], failDetail(verdicts[lose]), ids[win])
+		}
+		if !cs[ids[win]] || cs[ids[lose]] {
+			t.Errorf("round %d: containers %v", i, cs)
+		}
+	}
+}
+
+// TestMaterializeLiveHolderNotTakenOver: a claim whose holder process is
+// alive (this test process) and whose container does not exist yet — a
+// resume still materializing — is not taken over; once that holder is gone
+// (another start time) the claim is stale and taken over.
+func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
+	d := harness.Start(t, "matlive")
+	s := suspendRun(t, d, "live-1")
+	holder, err := resume.Holder("materializing", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm := d.Client.LeasesService()
+	c := d.Context(t)
+	id := snapshot.ClaimLease(s.run)
+	if _, err := lm.Create(c, leases.WithID(id), leases.WithLabels(resume.ClaimLabels(holder))); err != nil {
+		t.Fatal(err)
+	}
+	code, v := resumeCLI(t, s)
+	if code != 8 || !strings.Contains(failDetail(v), "materializing") {
+		t.Fatalf("exit %d %s; want 8 naming the live holder", code, failDetail(v))
+	}
+	if containers(t, d)[resume.DefaultContainerID(s.run)] {
+		t.Fatal("a container was created under a live claim")
+	}
+	// The holder dies: same labels but another start time.
+	if err := lm.Delete(c, leases.Lease{ID: id}, leases.SynchronousDelete); err != nil {
+		t.Fatal(err)
+	}
+	holder.StartTime += "0"
+	if _, err := lm.Create(c, leases.WithID(id), leases.WithLabels(resume.ClaimLabels(holder))); err != nil {
+		t.Fatal(err)
+	}
+	code, v = resumeCLI(t, s)
+	if code != 0 || !strings.Contains(v.Check(resume.CheckClaim).Detail, "took over") {
+		t.Fatalf("stale claim: exit %d %s; claim detail %q", code, failDetail(v), v.Check(resume.CheckClaim).Detail)
+	}
+}
