@@ -24,7 +24,8 @@ with artifactType application/vnd.sandbox-resume.snapshot.v1: the ref file as
 its config, the rootfs diff as its one layer, the base image's platform
 manifest as its subject) and writes it as an OCI image layout tar, atomically.
 --with-base adds the base image (its index when complete, else its platform
-manifest). Exit 5 when the base manifest is absent, 7 when the diff is.`,
+manifest). Exit 5 when the base manifest is absent, 7 when the diff is.
+Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("export: unexpected argument %q (give the ref with --ref and the archive with --out)", args[0])
@@ -45,7 +46,9 @@ manifest). Exit 5 when the base manifest is absent, 7 when the diff is.`,
 				return err
 			}
 			defer rt.Close()
-			res, err := rt.ExportFile(ctx, refFile, out, withBase)
+			popts, done := moveProgress(cmd)
+			res, err := rt.ExportFile(ctx, refFile, out, withBase, popts...)
+			done()
 			if err != nil {
 				return fmt.Errorf("export %s: %w", ref, err)
 			}

@@ -25,7 +25,8 @@ blob's sha256 equal to its name), verifies the ref against the trusted keys
 before using it, imports the blobs under the run lease, checks each blob's
 digest and size and the diff's diffID (decompression bounded by the recorded
 uncompressedSize), and writes the ref file to --out. A refused archive is
-exit 2 and leaves nothing stored; an untrusted or tampered ref is 6.`,
+exit 2 and leaves nothing stored; an untrusted or tampered ref is 6.
+Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("import: exactly one archive argument is required, got %d", len(args))
@@ -46,7 +47,9 @@ exit 2 and leaves nothing stored; an untrusted or tampered ref is 6.`,
 				return err
 			}
 			defer rt.Close()
-			res, err := rt.ImportFile(ctx, args[0], trust, out)
+			popts, done := moveProgress(cmd)
+			res, err := rt.ImportFile(ctx, args[0], trust, out, popts...)
+			done()
 			if err != nil {
 				return err
 			}

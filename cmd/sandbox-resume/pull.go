@@ -24,7 +24,8 @@ func newPullCmd(g *globalOptions) *cobra.Command {
 its ref against the trusted keys before using it, stores the artifact and its
 diff (diffID checked) under the run lease, and, when the base image is not
 here, fetches it from REG/REPO@<base.manifestDigest> (never by tag). Writes
-the ref file to --out. --plain-http is accepted only for a loopback registry.`,
+the ref file to --out. --plain-http is accepted only for a loopback registry.
+Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("pull: exactly one REG/REPO:TAG argument is required, got %d", len(args))
@@ -49,7 +50,9 @@ the ref file to --out. --plain-http is accepted only for a loopback registry.`,
 				return err
 			}
 			defer rt.Close()
-			res, err := rt.Pull(ctx, source, trust, plainHTTP)
+			popts, done := moveProgress(cmd)
+			res, err := rt.Pull(ctx, source, trust, plainHTTP, popts...)
+			done()
 			if err != nil {
 				return err
 			}

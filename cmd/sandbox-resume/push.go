@@ -22,7 +22,8 @@ func newPushCmd(g *globalOptions) *cobra.Command {
 		Long: `Pushes the base image's platform manifest (and its index when complete here)
 by digest to REG/REPO, then the run's migration artifact as REG/REPO:TAG.
 Each push uses a new resolver. --plain-http is accepted only for a loopback
-registry (127.0.0.1, ::1, localhost). No credentials are sent.`,
+registry (127.0.0.1, ::1, localhost). No credentials are sent.
+Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("push: exactly one REG/REPO:TAG argument is required, got %d", len(args))
@@ -47,7 +48,9 @@ registry (127.0.0.1, ::1, localhost). No credentials are sent.`,
 				return err
 			}
 			defer rt.Close()
-			res, err := rt.Push(ctx, refFile, target, plainHTTP)
+			popts, done := moveProgress(cmd)
+			res, err := rt.Push(ctx, refFile, target, plainHTTP, popts...)
+			done()
 			if err != nil {
 				return fmt.Errorf("push %s: %w", ref, err)
 			}

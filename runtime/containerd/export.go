@@ -41,28 +41,36 @@ type ExportResult struct {
 // complete in the content store, else its platform manifest; both are
 // listed unnamed in index.json.
 //
+// With WithProgress the archive bytes written are reported in one phase,
+// "export", whose total is the sum of the blob sizes (the tar headers come
+// on top).
+//
 // Errors: those of StoreArtifact (2, 5, 6, 7); snapshot.ErrImageUnresolved
 // when withBase and the base's config or a layer is absent; write errors.
-func (r *Runtime) Export(ctx context.Context, refFile []byte, w io.Writer, withBase bool) (*ExportResult, error) {
+func (r *Runtime) Export(ctx context.Context, refFile []byte, w io.Writer, withBase bool, opts ...MoveOption) (*ExportResult, error) {
+	o := collectMoveOptions(opts)
 	art, err := r.StoreArtifact(ctx, refFile)
 	if err != nil {
 		return nil, err
 	}
 	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
-	opts := []archive.ExportOpt{
+	eopts := []archive.ExportOpt{
 		archive.WithManifest(art.Manifest, ArtifactImageName(art.Ref.Run)),
 		archive.WithSkipDockerManifest(),
 	}
+	total := art.Manifest.Size + int64(len(refFile)) + art.Ref.RootfsDiff.Size
 	if withBase {
 		base, err := r.completeBase(ctx, art.Ref, art.Base)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, archive.WithManifest(base))
+		eopts = append(eopts, archive.WithManifest(base))
 		res.Base = append(res.Base, base.Digest.String())
+		total += r.treeSize(ctx, base)
 	}
-	cw := &countingWriter{w: w}
-	if err := r.client.Export(ctx, cw, opts...); err != nil {
+	o.progress.Phase("export", total)
+	cw := &countingWriter{w: progressWriter{w: w, p: o.progress}}
+	if err := r.client.Export(ctx, cw, eopts...); err != nil {
 		return nil, fmt.Errorf("export run %s (artifact %s): %w", art.Ref.Run, art.Manifest.Digest, native(err))
 	}
 	res.Size = cw.n
@@ -111,10 +119,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ExportFile is Export into the file path, written atomically: a temporary
+// ExportFile is Export (with its options) into the file path, written atomically: a temporary
 // file in the same directory, fsync, rename, fsync of the directory. A
 // failure leaves no file at path (an existing one is kept unchanged).
-func (r *Runtime) ExportFile(ctx context.Context, refFile []byte, path string, withBase bool) (res *ExportResult, err error) {
+func (r *Runtime) ExportFile(ctx context.Context, refFile []byte, path string, withBase bool, opts ...MoveOption) (res *ExportResult, err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -127,7 +135,7 @@ func (r *Runtime) ExportFile(ctx context.Context, refFile []byte, path string, w
 			os.Remove(tmp)
 		}
 	}()
-	if res, err = r.Export(ctx, refFile, f, withBase); err != nil {
+	if res, err = r.Export(ctx, refFile, f, withBase, opts...); err != nil {
 		return nil, err
 	}
 	if err = f.Chmod(0o644); err != nil {

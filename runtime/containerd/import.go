@@ -67,7 +67,23 @@ type ImportResult struct {
 //	import-release    (ImportFile) the temporary lease is deleted, --out
 //	                  not written
 //	import-write      (ImportFile) --out is written (renamed into place)
-func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifest.KeyRing) (*ImportResult, error) {
+//
+// With WithProgress the archive bytes read are reported in the phases
+// "scan" (step 1) and "import" (step 3), each with the archive's size as
+// total, then "verify diff" (total -1) for step 4.
+func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifest.KeyRing, opts ...MoveOption) (*ImportResult, error) {
+	o := collectMoveOptions(opts)
+	if _, ok := o.progress.(noProgress); !ok {
+		size, err := f.Seek(0, io.SeekEnd)
+		if err != nil {
+			return nil, fmt.Errorf("archive: size: %w", err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("archive: rewind: %w", err)
+		}
+		o.progress.Phase("scan", size)
+		f = &progressReader{r: f, p: o.progress, next: "import", size: size}
+	}
 	a, err := snapshot.ScanArchive(f)
 	if err != nil {
 		return nil, err
@@ -107,6 +123,7 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 	if err := r.checkStored(ctx, want); err != nil {
 		return nil, err
 	}
+	o.progress.Phase("verify diff", -1)
 	if err := r.VerifyDiff(ctx, art.Ref.RootfsDiff); err != nil {
 		return nil, err
 	}
@@ -128,16 +145,16 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 	}, nil
 }
 
-// ImportFile is Import of the archive at path; with out non-empty the
+// ImportFile is Import (with its options) of the archive at path; with out non-empty the
 // verified ref file's exact bytes are then written to out atomically
 // (snapshot.WriteFileAtomic). Its fault points are listed at Import.
-func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifest.KeyRing, out string) (*ImportResult, error) {
+func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifest.KeyRing, out string, opts ...MoveOption) (*ImportResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}
 	defer f.Close()
-	res, err := r.Import(ctx, f, trust)
+	res, err := r.Import(ctx, f, trust, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/remotes"
@@ -89,7 +90,12 @@ type PushResult struct {
 // Errors: those of StoreArtifact (2, 5, 6, 7), snapshot.ErrImageUnresolved
 // when the base's config or a layer is absent, registry errors (exit 1)
 // naming the reference.
-func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, plainHTTP bool) (*PushResult, error) {
+//
+// With WithProgress the blob bytes read for sending are reported in the
+// phases "push base" (total: the base blobs' sizes) and "push" (the
+// artifact's); blobs the registry already has are not read.
+func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, plainHTTP bool, opts ...MoveOption) (*PushResult, error) {
+	o := collectMoveOptions(opts)
 	art, err := r.StoreArtifact(ctx, refFile)
 	if err != nil {
 		return nil, err
@@ -103,27 +109,33 @@ func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, p
 	if base.Digest != art.Base.Digest {
 		descs = append(descs, base) // the index, after its platform manifest
 	}
+	o.progress.Phase("push base", r.treeSize(ctx, base))
 	for _, d := range descs {
 		ref := target.Repo + "@" + d.Digest.String()
-		if err := pushContent(ctx, r, ref, d, plainHTTP); err != nil {
+		if err := pushContent(ctx, r, ref, d, plainHTTP, o.progress); err != nil {
 			return nil, err
 		}
 		res.Base = append(res.Base, d.Digest.String())
 	}
 	tagged := target.Named.(reference.Tagged)
 	ref := target.Repo + ":" + tagged.Tag() + "@" + art.Manifest.Digest.String()
-	if err := pushContent(ctx, r, ref, art.Manifest, plainHTTP); err != nil {
+	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.RootfsDiff.Size)
+	if err := pushContent(ctx, r, ref, art.Manifest, plainHTTP, o.progress); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func pushContent(ctx context.Context, r *Runtime, ref string, desc ocispec.Descriptor, plainHTTP bool) error {
+func pushContent(ctx context.Context, r *Runtime, ref string, desc ocispec.Descriptor, plainHTTP bool, p Progress) error {
 	pusher, err := newResolver(plainHTTP).Pusher(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
-	if err := remotes.PushContent(ctx, pusher, desc, r.client.ContentStore(), nil, platforms.All, nil); err != nil {
+	var store content.Provider = r.client.ContentStore()
+	if _, quiet := p.(noProgress); !quiet {
+		store = progressProvider{Provider: store, p: p}
+	}
+	if err := remotes.PushContent(ctx, pusher, desc, store, nil, platforms.All, nil); err != nil {
 		return fmt.Errorf("push %s: %w", ref, native(err))
 	}
 	return nil
@@ -191,7 +203,12 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 //
 // Errors: refusals wrap snapshot.ErrArtifactRefused (2); the ref's own are
 // OpenRef's (2, 6); registry errors (exit 1) name the reference.
-func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifest.KeyRing, plainHTTP bool) (*PullResult, error) {
+//
+// With WithProgress the bytes fetched are reported in the phases "pull"
+// (total: the layer's size), "verify diff" (-1), and "pull base" (-1) when
+// the base is fetched.
+func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifest.KeyRing, plainHTTP bool, opts ...MoveOption) (*PullResult, error) {
+	o := collectMoveOptions(opts)
 	src := source.Named.String()
 	resolver := newResolver(plainHTTP)
 	_, desc, err := resolver.Resolve(ctx, src)
@@ -243,9 +260,11 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifes
 	if err := r.writeSmall(lctx, "pull-"+mdesc.Digest.Encoded(), mdesc, body); err != nil {
 		return nil, err
 	}
-	if err := remotes.Fetch(lctx, r.client.ContentStore(), fetcher, art.Layer); err != nil && !errdefs.IsAlreadyExists(native(err)) {
+	o.progress.Phase("pull", art.Layer.Size)
+	if err := remotes.Fetch(lctx, r.client.ContentStore(), progressFetcher{Fetcher: fetcher, p: o.progress}, art.Layer); err != nil && !errdefs.IsAlreadyExists(native(err)) {
 		return nil, fmt.Errorf("fetch %s layer %s: %w", src, art.Layer.Digest, native(err))
 	}
+	o.progress.Phase("verify diff", -1)
 	if err := r.VerifyDiff(ctx, art.Ref.RootfsDiff); err != nil {
 		return nil, err
 	}
@@ -255,7 +274,7 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifes
 		Source: src, Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
 		Artifact: mdesc, Ref: art.Ref, RefFile: art.RefFile,
 	}
-	baseDigests, from, err := r.pullBase(lctx, source, art.Ref, plainHTTP)
+	baseDigests, from, err := r.pullBase(lctx, source, art.Ref, plainHTTP, o.progress)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +291,7 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifes
 // REPO@<base.manifestDigest> into the lease in ctx. It returns the base
 // digests to hold and the reference it fetched from ("" when nothing was
 // missing).
-func (r *Runtime) pullBase(ctx context.Context, source *RemoteRef, ref *snapshot.Ref, plainHTTP bool) ([]digest.Digest, string, error) {
+func (r *Runtime) pullBase(ctx context.Context, source *RemoteRef, ref *snapshot.Ref, plainHTTP bool, p Progress) ([]digest.Digest, string, error) {
 	md := ref.Base.ManifestDigest
 	missing, err := r.MissingContent(ctx, md)
 	if err != nil {
@@ -294,7 +313,8 @@ func (r *Runtime) pullBase(ctx context.Context, source *RemoteRef, ref *snapshot
 			return nil, "", fmt.Errorf("fetch base %s: %w", from, err)
 		}
 		cs := r.client.ContentStore()
-		h := images.Handlers(remotes.FetchHandler(cs, fetcher), images.ChildrenHandler(cs))
+		p.Phase("pull base", -1)
+		h := images.Handlers(remotes.FetchHandler(cs, progressFetcher{Fetcher: fetcher, p: p}), images.ChildrenHandler(cs))
 		if err := images.Dispatch(ctx, h, nil, desc); err != nil {
 			return nil, "", fmt.Errorf("fetch base %s: %w", from, native(err))
 		}
