@@ -42,8 +42,8 @@ lint: ## gofmt, go vet
 clean: ## remove build output (keeps the cached containerd binaries)
 	rm -f bin/sandbox-resume
 
-demo: build ## the main job on the bundled example
-	bin/sandbox-resume manifest examples/devcontainer.json
+demo: ## the main job end to end, as root: suspend a container, resume it, show two refusals (examples/demo.sh)
+	@./examples/demo.sh
 
 docs: ## regenerate schemas/*.schema.json and docs/ from the code (tests fail when they are stale)
 	$(GO) test -count=1 ./schemas -run '^TestSchemasGolden$$' -update

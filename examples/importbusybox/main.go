@@ -4,8 +4,11 @@
 // (/bin/busybox), as the integration tests build it, and the image name is
 // created or re-pointed at its index. examples/demo.sh uses it.
 //
-//	go run ./examples/importbusybox --address SOCK --namespace NS [--marker M] NAME
+//	go run ./examples/importbusybox --address SOCK --namespace NS [--marker M] [--sleep] NAME
 //
+// --sleep sets the image config's Cmd to ["sleep", "86400"] instead of
+// busybox's /bin/sh, so a container started detached keeps running and
+// `ctr task exec` can run processes inside it.
 // --marker changes the content of /etc/sandbox-resume-marker, so a
 // different marker gives different digests under the same name (the demo's
 // "image name re-pointed" refusal). It prints the index digest.
@@ -14,6 +17,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -25,6 +29,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness/testimage"
@@ -34,18 +40,19 @@ func main() {
 	address := flag.String("address", os.Getenv("CONTAINERD_ADDRESS"), "containerd socket")
 	ns := flag.String("namespace", "sandbox-resume", "containerd namespace")
 	marker := flag.String("marker", "busybox", "content of "+testimage.MarkerPath)
+	sleep := flag.Bool("sleep", false, `image config Cmd ["sleep", "86400"]`)
 	flag.Parse()
 	if flag.NArg() != 1 || *address == "" {
 		fmt.Fprintln(os.Stderr, "usage: importbusybox --address SOCK [--namespace NS] [--marker M] NAME")
 		os.Exit(64)
 	}
-	if err := run(*address, *ns, *marker, flag.Arg(0)); err != nil {
+	if err := run(*address, *ns, *marker, *sleep, flag.Arg(0)); err != nil {
 		fmt.Fprintln(os.Stderr, "importbusybox:", err)
 		os.Exit(1)
 	}
 }
 
-func run(address, ns, marker, name string) error {
+func run(address, ns, marker string, sleep bool, name string) error {
 	named, err := reference.ParseDockerRef(name)
 	if err != nil {
 		return fmt.Errorf("image name %q: %w", name, err)
@@ -53,6 +60,11 @@ func run(address, ns, marker, name string) error {
 	im, err := testimage.Busybox(marker)
 	if err != nil {
 		return err
+	}
+	if sleep {
+		if im, err = withCmd(im, []string{"sleep", "86400"}); err != nil {
+			return err
+		}
 	}
 	c, err := client.New(address, client.WithDefaultNamespace(ns))
 	if err != nil {
@@ -107,4 +119,41 @@ func run(address, ns, marker, name string) error {
 	}
 	fmt.Println(im.Index.Digest)
 	return nil
+}
+
+// withCmd returns im with a config whose Cmd is cmd: a new config, host
+// platform manifest and index (the other platform's manifest is kept).
+func withCmd(im *testimage.Image, cmd []string) (*testimage.Image, error) {
+	var cfg ocispec.Image
+	if err := json.Unmarshal(im.Blob(im.Config.Digest), &cfg); err != nil {
+		return nil, err
+	}
+	cfg.Config.Cmd = cmd
+	out := *im
+	out.Blobs = append([]testimage.Blob{}, im.Blobs...)
+	add := func(mediaType string, v any, children []ocispec.Descriptor) (ocispec.Descriptor, error) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ocispec.Descriptor{}, err
+		}
+		d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+		out.Blobs = append(out.Blobs, testimage.Blob{Desc: d, Data: b, Children: children})
+		return d, nil
+	}
+	var err error
+	if out.Config, err = add(ocispec.MediaTypeImageConfig, cfg, nil); err != nil {
+		return nil, err
+	}
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: out.Config, Layers: im.Layers}
+	if out.Manifest, err = add(ocispec.MediaTypeImageManifest, m, append([]ocispec.Descriptor{out.Config}, im.Layers...)); err != nil {
+		return nil, err
+	}
+	host, other := out.Manifest, im.Other
+	p, op := im.Platform, im.OtherPlatform
+	host.Platform, other.Platform = &p, &op
+	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{host, other}}
+	if out.Index, err = add(ocispec.MediaTypeImageIndex, idx, idx.Manifests); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
