@@ -35,9 +35,10 @@ type Container struct {
 // store and a Claims store: claims are created atomically under the
 // Claims lock, containers live in memory, and a created container marks
 // the claim naming it as ContainerExists (so Claims.ClaimHolder reports it
-// live, as the daemon would). A claim it creates is recorded with
-// ProcessAlive true (this process is the holder); tests mark a holder gone
-// with Claims.SetClaim. It is safe for concurrent use.
+// live, as the daemon would). A claim it creates records ProcessAlive from
+// resume.ProcessAlive of its holder at creation (the real /proc rule);
+// tests may overwrite a claim with Claims.SetClaim. It is safe for
+// concurrent use.
 type Materializer struct {
 	facts  *Facts
 	claims *Claims
@@ -73,7 +74,7 @@ func (m *Materializer) createLocked(run string, holder resume.Claim) error {
 		return fmt.Errorf("claim lease %s: %w", id, errdefs.ErrAlreadyExists)
 	}
 	c := *resume.ClaimFromLabels(id, resume.ClaimLabels(holder))
-	c.ProcessAlive = true
+	c.ProcessAlive = resume.ProcessAlive(c.PID, c.StartTime, c.BootID)
 	m.mu.Lock()
 	_, c.ContainerExists = m.containers[c.Container]
 	m.mu.Unlock()

@@ -17,12 +17,15 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	containerstore "github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -379,4 +382,47 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 	if code != 0 || !strings.Contains(v.Check(resume.CheckClaim).Detail, "took over") {
 		t.Fatalf("stale claim: exit %d %s; claim detail %q", code, failDetail(v), v.Check(resume.CheckClaim).Detail)
 	}
+}
+
+// TestMaterializerConformance runs resume/materializertest against
+// runtime/containerd on one daemon, a fresh namespace per subtest.
+func TestMaterializerConformance(t *testing.T) {
+	d := harness.Start(t, "matconf")
+	harness.ImportBusybox(t, d, "busybox:1")
+	materializertest.Run(t, func(t *testing.T) materializertest.Fixture {
+		ns := d.NewNamespace()
+		im := harness.Busybox(t, "busybox")
+		d.Put(t, ns, im)
+		d.Tag(t, ns, "docker.io/library/busybox:1", im.Index)
+		rt := d.Connect(t, ns)
+		base, err := rt.ResolveImage(d.Context(t), "busybox:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx := namespaces.WithNamespace(d.Context(t), ns)
+		spec := func(t testing.TB, id string) *containerstore.Container {
+			c, err := d.Client.ContainerService().Get(cctx, id)
+			if err != nil {
+				t.Fatalf("container %s: %v", id, err)
+			}
+			return &c
+		}
+		return materializertest.Fixture{
+			M: rt, Claims: rt, Base: base,
+			PutBlob: func(t testing.TB, run string, data []byte) { writeDiff(t, d, ns, run, data) },
+			Env: func(t testing.TB, id string) []string {
+				c, err := d.Client.LoadContainer(cctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := c.Spec(cctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s.Process.Env
+			},
+			Labels: func(t testing.TB, id string) map[string]string { return spec(t, id).Labels },
+			ID:     func(name string) string { return ns + "-" + name },
+		}
+	})
 }
