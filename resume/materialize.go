@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -209,12 +210,28 @@ func NotApplied(core *envmanifest.Core) []string {
 // resume of the run is 8 naming the holder. The verdict's Materialize
 // member reports the outcome; Container and NotApplied are set once the
 // container exists. A daemon error is class internal (exit 1).
+//
+// Fault points (internal/faultpoint, test-only: with
+// SANDBOX_RESUME_TEST_PAUSE_AT=<step> the process reports the step on
+// stderr and holds there so that a test can SIGKILL it; no effect when
+// unset), in order — runtime/containerd/materialize.go adds the steps
+// marked (rt):
+//
+//	resume-takeover    (rt) the takeover lock lease exists, the stale claim is not yet replaced
+//	resume-claimed     the claim lease names this process, nothing made under it
+//	resume-diffchecked the rootfs diff is verified, nothing applied
+//	resume-applied     (rt) base layers and diff applied under the claim lease, no snapshot spec.ID
+//	resume-prepared    (rt) snapshot spec.ID prepared under the claim lease, no container
+//	resume-created     the container exists, no task
+//	resume-task        (rt) the task is created, not started (--start)
+//	resume-started     the task is started (--start), no verdict printed
 func Resume(ctx context.Context, facts Facts, claims Claims, m Materializer, req Request, opt ResumeOptions) *Verdict {
 	s := &state{req: req, facts: facts, claims: claims, mat: m, containerID: opt.Container}
 	v := s.run(ctx)
 	if !v.Accepted {
 		return v
 	}
+	faultpoint.Reach("resume-claimed")
 	spec := ContainerSpec{
 		ID: s.containerID, Run: s.ref.Run, Manifest: s.ref.Manifest,
 		Base: s.ref.Base, Diff: s.ref.RootfsDiff,
@@ -231,6 +248,7 @@ func Resume(ctx context.Context, facts Facts, claims Claims, m Materializer, req
 	if created {
 		v.Container = spec.ID
 		v.NotApplied = NotApplied(&s.ref.Core)
+		faultpoint.Reach("resume-created")
 	}
 	if err == nil && opt.Start {
 		pid, serr := m.StartTask(ctx, spec.ID)
@@ -239,6 +257,7 @@ func Resume(ctx context.Context, facts Facts, claims Claims, m Materializer, req
 		} else {
 			v.Pid = pid
 			detail += fmt.Sprintf("; task started, pid %d", pid)
+			faultpoint.Reach("resume-started")
 		}
 	}
 	if err != nil {
@@ -267,6 +286,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	case err != nil:
 		return "", ClassInternal, false, fmt.Errorf("verify rootfsDiff %s: %w", spec.Diff.Digest, err)
 	}
+	faultpoint.Reach("resume-diffchecked")
 	err = m.CreateContainer(ctx, spec)
 	switch {
 	case errdefs.IsAlreadyExists(err):

@@ -21,6 +21,7 @@ import (
 	"github.com/containerd/platforms"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -69,9 +70,11 @@ func (r *Runtime) CreateClaim(ctx context.Context, run string, holder resume.Cla
 
 // TakeOverClaim replaces a stale claim (resume.Materializer). Label updates
 // are not atomic, so it serializes takers with a second lease, the lock
-// "sandbox-resume.claim/<run>/takeover" (created atomically, expiring after
-// TakeoverLockExpiry; an expired lock is deleted and its creation retried
-// once): under the lock it re-reads the claim, deletes it with
+// "sandbox-resume.claim/<run>/takeover", created atomically with the
+// taker's holder labels and expiring after TakeoverLockExpiry. A lock that
+// has expired, or whose holder process (its labels, resume.ProcessAlive) is
+// gone — a taker SIGKILLed inside the lock — is deleted and its creation
+// retried once. Under the lock it re-reads the claim, deletes it with
 // leases.SynchronousDelete only if its labels still name stale's holder
 // (so what the dead holder prepared under it is collected), and creates it
 // with holder's labels. A taker that cannot get the lock, finds another
@@ -98,7 +101,8 @@ func (r *Runtime) TakeOverClaim(ctx context.Context, run string, stale *resume.C
 		}
 		if l != nil {
 			exp, perr := time.Parse(time.RFC3339, l.Labels[expireLabel])
-			if perr == nil && time.Now().Before(exp) {
+			taker := resume.ClaimFromLabels(lockID, l.Labels)
+			if perr == nil && time.Now().Before(exp) && resume.ProcessAlive(taker.PID, taker.StartTime, taker.BootID) {
 				return fmt.Errorf("take over claim %s: another resume holds the lock lease %s until %s: %w", id, lockID, exp.Format(time.RFC3339), errdefs.ErrAlreadyExists)
 			}
 			if derr := ls.Delete(ctx, *l); derr != nil && !errdefs.IsNotFound(native(derr)) {
@@ -107,6 +111,7 @@ func (r *Runtime) TakeOverClaim(ctx context.Context, run string, stale *resume.C
 		}
 	}
 	defer ls.Delete(context.WithoutCancel(ctx), lock)
+	faultpoint.Reach("resume-takeover") // test-only (resume.Resume lists the steps)
 
 	cur, err := r.lease(ctx, id)
 	if err != nil {
@@ -247,6 +252,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 		}
 		return fmt.Errorf("apply base %s + rootfsDiff %s: %w", spec.Base.ManifestDigest, spec.Diff.Digest, err)
 	}
+	faultpoint.Reach("resume-applied") // test-only (resume.Resume lists the steps)
 
 	labels := map[string]string{snapshot.LabelRun: spec.Run, snapshot.LabelManifest: spec.Manifest}
 	_, err = sn.Prepare(lctx, spec.ID, chainID.String(), snapshots.WithLabels(labels))
@@ -263,6 +269,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 	if err != nil {
 		return fmt.Errorf("prepare snapshot %s/%s on %s: %w", snName, spec.ID, chainID, native(err))
 	}
+	faultpoint.Reach("resume-prepared") // test-only (resume.Resume lists the steps)
 
 	img := client.NewImageWithPlatform(r.client, images.Image{Name: spec.Base.Name, Target: mdesc}, platforms.Only(r.platform))
 	_, err = r.client.NewContainer(ctx, spec.ID,
@@ -292,6 +299,7 @@ func (r *Runtime) StartTask(ctx context.Context, id string) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("container %s: new task: %w", id, native(err))
 	}
+	faultpoint.Reach("resume-task") // test-only (resume.Resume lists the steps)
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(context.WithoutCancel(ctx), client.WithProcessKill)
 		return 0, fmt.Errorf("container %s: start task: %w", id, native(err))
