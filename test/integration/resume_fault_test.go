@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -584,5 +585,55 @@ func TestResumeFaultTrials(t *testing.T) {
 		if counts[name] < 2 {
 			t.Errorf("state %q observed %d times, want at least 2", name, counts[name])
 		}
+	}
+}
+
+// TestResumeTakeoverLockHolder: the takeover lock lease of a stale claim
+// blocks a resume while its holder process lives (exit 8, no container,
+// the lock kept) and not once that holder is gone (another start time),
+// though the lock has not expired: the resume takes the claim over.
+func TestResumeTakeoverLockHolder(t *testing.T) {
+	d := harness.Start(t, "rlock")
+	s := suspendRun(t, d, "rlock-1")
+	ctx := d.Context(t)
+	ls := d.Client.LeasesService()
+	claimID := snapshot.ClaimLease(s.run)
+	lockID := claimID + "/takeover"
+
+	live, err := resume.Holder("taker", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := live
+	dead.Container, dead.StartTime = "gone", live.StartTime+"0"
+	if _, err := ls.Create(ctx, leases.WithID(claimID), leases.WithLabels(resume.ClaimLabels(dead))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ls.Create(ctx, leases.WithID(lockID), leases.WithExpiration(ctrd.TakeoverLockExpiry), leases.WithLabels(resume.ClaimLabels(live))); err != nil {
+		t.Fatal(err)
+	}
+	code, v := resumeCLI(t, s, "--container", "rlock-a")
+	if code != 8 || containers(t, d)["rlock-a"] {
+		t.Fatalf("resume under a live taker's lock: exit %d %s; container made %t", code, failDetail(v), containers(t, d)["rlock-a"])
+	}
+	if l, err := ls.List(ctx, "id=="+strconv.Quote(lockID)); err != nil || len(l) != 1 {
+		t.Fatalf("the live taker's lock lease: %v, %v", l, err)
+	}
+
+	// The taker dies inside the lock: its labels name a gone process.
+	if err := ls.Delete(ctx, leases.Lease{ID: lockID}); err != nil {
+		t.Fatal(err)
+	}
+	taker := live
+	taker.StartTime += "0"
+	if _, err := ls.Create(ctx, leases.WithID(lockID), leases.WithExpiration(ctrd.TakeoverLockExpiry), leases.WithLabels(resume.ClaimLabels(taker))); err != nil {
+		t.Fatal(err)
+	}
+	code, v = resumeCLI(t, s, "--container", "rlock-b")
+	if code != 0 || v.Container != "rlock-b" || !strings.Contains(v.Check(resume.CheckClaim).Detail, "took over") {
+		t.Fatalf("resume under a dead taker's lock: exit %d container %q: %s", code, v.Container, failDetail(v))
+	}
+	if l, err := ls.List(ctx, "id=="+strconv.Quote(lockID)); err != nil || len(l) != 0 {
+		t.Errorf("lock lease after the takeover: %v, %v", l, err)
 	}
 }
