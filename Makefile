@@ -30,6 +30,7 @@ integration: deps build ## integration tests against real containerd daemons sta
 
 bench: build ## performance report: bench/run.sh writes docs/PERFORMANCE.md and docs/perf-*.png (≈ 15 min, root for the containerd parts; BENCH_LARGE=0 skips the 1 GiB runs; not part of CI's pass/fail)
 	./bench/run.sh
+	./bench/manifest.sh
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	./hack/fuzz.sh $(FUZZTIME)
