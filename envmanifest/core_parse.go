@@ -31,12 +31,20 @@ import (
 // Errors are a *RefusedError with one refusal per problem at its pointer
 // (n.Pointer-based, so they point into the file).
 func ParseCore(n *Node) (Core, error) {
+	c, _, err := parseCore(n, nil)
+	return c, err
+}
+
+// ParseCoreCanonical is ParseCore that also returns the RFC 8785 JCS bytes
+// of the core exactly as parsed (of n.Raw), which it computes anyway: the
+// bytes whose BLAKE3 hash is the core's address.
+func ParseCoreCanonical(n *Node) (Core, []byte, error) {
 	return parseCore(n, nil)
 }
 
-// parseCore is ParseCore; canonical, when not nil, is the already computed
-// JCS of n.Raw (a SignedDocument's Canonical), saving a second JCS pass.
-func parseCore(n *Node, canonical []byte) (Core, error) {
+// parseCore is ParseCoreCanonical; canonical, when not nil, is the already
+// computed JCS of n.Raw (a SignedDocument's Canonical), saving a JCS pass.
+func parseCore(n *Node, canonical []byte) (Core, []byte, error) {
 	var c Core
 	var rs []Refusal
 	refuse := func(ptr string, class Class, format string, args ...any) {
@@ -47,7 +55,7 @@ func parseCore(n *Node, canonical []byte) (Core, error) {
 		if n != nil {
 			p = n.Pointer
 		}
-		return c, &RefusedError{Refusals: []Refusal{{Pointer: p, Class: ClassInvalidValue, Message: "a manifest core must be an object"}}}
+		return c, nil, &RefusedError{Refusals: []Refusal{{Pointer: p, Class: ClassInvalidValue, Message: "a manifest core must be an object"}}}
 	}
 	str := func(v *Node, name string) (string, bool) {
 		if v.Kind != KindString {
@@ -102,22 +110,21 @@ func parseCore(n *Node, canonical []byte) (Core, error) {
 		if err != nil {
 			refuse(n.Pointer, ClassInvalidValue, "%v", err)
 		} else {
-			theirs := canonical
-			if theirs == nil {
-				theirs, err = jcs.Transform(n.Raw)
+			if canonical == nil {
+				canonical, err = jcs.Transform(n.Raw)
 			}
 			if err != nil {
 				refuse(n.Pointer, ClassInvalidValue, "%v", err)
-			} else if !bytes.Equal(mine, theirs) {
+			} else if !bytes.Equal(mine, canonical) {
 				refuse(n.Pointer, ClassInvalidValue, "the manifest core is not in normal form")
 			}
 		}
 	}
 	if len(rs) > 0 {
 		SortRefusals(rs)
-		return Core{}, &RefusedError{Refusals: rs}
+		return Core{}, nil, &RefusedError{Refusals: rs}
 	}
-	return c, nil
+	return c, canonical, nil
 }
 
 // checkNormalizedImage returns "" when s is a reference in the form
@@ -361,7 +368,7 @@ func verifyManifestDoc(doc *SignedDocument, trust *KeyRing) (*VerifiedManifest, 
 	if err != nil {
 		return nil, err
 	}
-	core, err := parseCore(doc.Inner, doc.Canonical)
+	core, _, err := parseCore(doc.Inner, doc.Canonical)
 	if err != nil {
 		return nil, err
 	}

@@ -313,19 +313,6 @@ func (w *walker) newNode() *Node {
 	return &w.nodes[len(w.nodes)-1]
 }
 
-// pointerEscaper escapes one RFC 6901 reference token (§3: "~" → "~0",
-// "/" → "~1"); it is built once, not per call.
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-// childPointer is Pointer(parent, token) (RFC 6901 §3) without building a
-// strings.Replacer per call.
-func childPointer(parent, token string) string {
-	if strings.ContainsAny(token, "~/") {
-		token = pointerEscaper.Replace(token)
-	}
-	return parent + "/" + token
-}
-
 var decoderOptions = []jsontext.Options{
 	// Duplicates are detected per object by the walker, so every one is
 	// reported with its pointer instead of stopping at the first.
@@ -450,7 +437,7 @@ func (w *walker) object(ptr string, depth int) (*Node, *fatalError) {
 		if msg != "" {
 			w.refuse(ptr, ClassEncoding, fmt.Sprintf("member name %s %s", strconv.QuoteToASCII(name), msg))
 		}
-		v, ferr := w.value(childPointer(ptr, name), depth+1)
+		v, ferr := w.value(Pointer(ptr, name), depth+1)
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -505,7 +492,7 @@ func (w *walker) markDuplicates(n *Node) {
 			}
 			if times > 1 {
 				ms[i].Duplicate = true
-				w.refuse(childPointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, times))
+				w.refuse(Pointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, times))
 			}
 		}
 		return
@@ -520,7 +507,7 @@ func (w *walker) markDuplicates(n *Node) {
 			ms[i].Duplicate = true
 			if !reported[ms[i].Name] {
 				reported[ms[i].Name] = true
-				w.refuse(childPointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, count[ms[i].Name]))
+				w.refuse(Pointer(n.Pointer, ms[i].Name), ClassDuplicateKey, fmt.Sprintf("member %q appears %d times", ms[i].Name, count[ms[i].Name]))
 			}
 		}
 	}

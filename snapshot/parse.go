@@ -263,7 +263,7 @@ func DecodeRef(inner *envmanifest.Node) (*Ref, error) {
 	if c := top["core"]; c != nil {
 		if c.Kind != envmanifest.KindObject {
 			d.refuse(c.Pointer, envmanifest.ClassInvalidValue, "core must be an object, not %s", c.Kind)
-		} else if core, err := envmanifest.ParseCore(c); err != nil {
+		} else if core, canonical, err := envmanifest.ParseCoreCanonical(c); err != nil {
 			var re *envmanifest.RefusedError
 			if errors.As(err, &re) {
 				d.rs = append(d.rs, re.Refusals...)
@@ -271,7 +271,7 @@ func DecodeRef(inner *envmanifest.Node) (*Ref, error) {
 				d.refuse(c.Pointer, envmanifest.ClassInvalidValue, "core: %v", err)
 			}
 		} else {
-			r.Core = core
+			r.Core, r.coreCanonical = core, canonical
 		}
 	}
 	r.Pinned = d.boolean(top["pinned"], "pinned")
@@ -422,9 +422,12 @@ func CheckIntegrity(r *Ref, inner *envmanifest.Node) error {
 	if core == nil {
 		return fmt.Errorf("%s: no manifest core: %w", envmanifest.Pointer(inner.Pointer, "core"), ErrTampered)
 	}
-	canonical, err := jcs.Transform(core.Raw)
-	if err != nil {
-		return fmt.Errorf("%s: canonicalize (RFC 8785): %v: %w", core.Pointer, err, ErrTampered)
+	canonical := r.coreCanonical // DecodeRef's JCS of this same subtree
+	if canonical == nil {
+		var err error
+		if canonical, err = jcs.Transform(core.Raw); err != nil {
+			return fmt.Errorf("%s: canonicalize (RFC 8785): %v: %w", core.Pointer, err, ErrTampered)
+		}
 	}
 	if got := envmanifest.Address(canonical); got != r.Manifest {
 		return fmt.Errorf("%s: recorded address %s, but the core's address is %s: %w", envmanifest.Pointer(inner.Pointer, "manifest"), r.Manifest, got, ErrTampered)

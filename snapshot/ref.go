@@ -42,6 +42,10 @@ type Ref struct {
 	RootfsDiff  Diff             `json:"rootfsDiff"`
 	KeptRunning bool             `json:"keptRunning"`
 	Created     string           `json:"created"` // RFC 3339, UTC, seconds
+
+	// coreCanonical is the JCS of the core exactly as parsed, kept by
+	// DecodeRef so CheckIntegrity need not canonicalize it again.
+	coreCanonical []byte
 }
 
 // Host identifies the containerd daemon a run was suspended on, with the
