@@ -296,7 +296,7 @@ func (s *state) refParse(context.Context) (string, error) {
 		return "", refuse(CheckRefParse, ClassBadInput, err)
 	}
 	s.doc = doc
-	return fmt.Sprintf("%s: a signed %q wrapper with %d signature entries (%d bytes)",
+	return fmt.Sprintf("%s: a signed %q wrapper, signatures: %d, %d bytes",
 		s.source(), envmanifest.SignedMemberRef, len(doc.Signatures), len(s.req.RefFile)), nil
 }
 

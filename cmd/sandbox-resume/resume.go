@@ -119,6 +119,9 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 	for _, c := range v.Checks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Result, c.Name, c.Detail)
 	}
+	if m := v.Materialize; m != nil {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Result, m.Name, m.Detail)
+	}
 	tw.Flush()
 	if len(v.Refusals) > 0 {
 		fmt.Fprintf(w, "\nrefusals (%d):\n", len(v.Refusals))
@@ -143,11 +146,8 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 			fmt.Fprintf(w, ": recorded %s, offered %s\n", rec, off)
 		}
 	}
-	if m := v.Materialize; m != nil {
-		fmt.Fprintf(w, "\n%s\t%s\t%s\n", m.Result, m.Name, m.Detail)
-	}
 	if v.Container != "" {
-		fmt.Fprintf(w, "container: %s\n", v.Container)
+		fmt.Fprintf(w, "\ncontainer: %s\n", v.Container)
 	}
 	if v.Pid != 0 {
 		fmt.Fprintf(w, "pid: %d\n", v.Pid)
