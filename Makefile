@@ -12,7 +12,7 @@ BENCHTIME ?= 1s
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## install what is missing (apt packages as root; containerd $(CONTAINERD_VERSION) binaries into bin/)
+deps: ## install what is missing (apt packages as root; the containerd binaries of go.mod's version into bin/; ajv into .tools/)
 	@./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
 
 build: ## build bin/sandbox-resume
