@@ -41,6 +41,10 @@ fi
 # repo-local .tools/ (gitignored), only when missing. Works as non-root too.
 ajv_versions=(ajv@8.20.0 ajv-cli@5.0.0 ajv-formats@3.0.1)
 if [[ ! -f .tools/node_modules/ajv/dist/2020.js || ! -f .tools/node_modules/ajv-formats/dist/index.js || ! -x .tools/node_modules/.bin/ajv ]]; then
+  if ! command -v npm >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
+    echo "deps: apt-get install nodejs npm (for the schema validator)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
   if command -v npm >/dev/null 2>&1; then
     echo "deps: npm install ${ajv_versions[*]} into .tools/"
     npm install --prefix .tools --no-audit --no-fund --silent "${ajv_versions[@]}"
