@@ -33,8 +33,9 @@ type ExportResult struct {
 
 // Export writes the migration artifact of the run recorded in refFile as an
 // OCI image layout archive to w (DESIGN "Moving runs"): StoreArtifact, then
-// containerd's archive exporter (core/images/archive.Export through the
-// client) with archive.WithSkipDockerManifest (no Docker manifest.json that
+// containerd's archive exporter (core/images/archive.Export over the
+// client's content store, its blobs read ahead readBufferSize bytes at a
+// time) with archive.WithSkipDockerManifest (no Docker manifest.json that
 // would present the ref as an image config), the artifact manifest named
 // ArtifactImageName(run). With withBase the base image goes in as well: its
 // index (ref.base.indexDigest) when the index and every child it lists are
@@ -70,7 +71,7 @@ func (r *Runtime) Export(ctx context.Context, refFile []byte, w io.Writer, withB
 	}
 	o.progress.Phase("export", total)
 	cw := &countingWriter{w: progressWriter{w: w, p: o.progress}}
-	if err := r.client.Export(ctx, cw, eopts...); err != nil {
+	if err := archive.Export(ctx, readAheadProvider{r.client.ContentStore()}, cw, eopts...); err != nil {
 		return nil, fmt.Errorf("export run %s (artifact %s): %w", art.Ref.Run, art.Manifest.Digest, native(err))
 	}
 	res.Size = cw.n

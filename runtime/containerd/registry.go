@@ -131,7 +131,7 @@ func pushContent(ctx context.Context, r *Runtime, ref string, desc ocispec.Descr
 	if err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
-	var store content.Provider = r.client.ContentStore()
+	var store content.Provider = readAheadProvider{r.client.ContentStore()}
 	if _, quiet := p.(noProgress); !quiet {
 		store = progressProvider{Provider: store, p: p}
 	}
