@@ -90,6 +90,8 @@ stats() {
     printf "%d %.6g %.6g %.6g\n", NR, m, v[1], v[NR] }'
 }
 fmt_ms() { awk -v x="$1" 'BEGIN{ if (x < 10) printf "%.2f", x; else if (x < 100) printf "%.1f", x; else printf "%.0f", x }'; }
+# verdict X le|ge GOAL → met / missed
+verdict() { if awk -v x="$1" -v g="$3" -v op="$2" 'BEGIN{exit !(op == "le" ? x <= g : x >= g)}'; then echo met; else echo "**missed**"; fi; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 
 # ---- 1. manifest vs devcontainer read-configuration -------------------------
@@ -149,7 +151,7 @@ section1() {
       return (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
     END { for (n in names) if ((n SUBSEP "theirs") in v) print med(v[n SUBSEP "theirs"]) / med(v[n SUBSEP "ours"]) }' "$W/s1.tsv" | stats)
   local x; x=$(ratio "$mt" "$mo")
-  local verdict_wall=missed verdict_rss=missed verdict_x=missed
+  local verdict_wall="**missed**" verdict_rss="**missed**" verdict_x="**missed**"
   awk -v m="$mo" 'BEGIN{exit !(m <= 10)}' && verdict_wall=met
   awk -v m="$hro" 'BEGIN{exit !(m <= 25)}' && verdict_rss=met
   awk -v m="$x" 'BEGIN{exit !(m >= 12)}' && verdict_x=met
@@ -218,7 +220,7 @@ section2() {
         read -r cm cl ch < <(pick "$W/agg-env.tsv" "BenchmarkIngest/$b/$st" cpu-ns/op)
         read -r wm _ _ < <(pick "$W/agg-env.tsv" "BenchmarkIngest/$b/$st" ns/op)
         if [[ $st == total ]]; then
-          echo "| ingest → address, $b, **total** | **$(fmt_ms "$(awk -v x="$cm" 'BEGIN{print x/1000}')")** ($(fmt_ms "$(awk -v x="$cl" 'BEGIN{print x/1000}')") – $(fmt_ms "$(awk -v x="$ch" 'BEGIN{print x/1000}')")) | $(fmt_ms "$(awk -v x="$wm" 'BEGIN{print x/1000}')") | $(awk -v x="$cm" 'BEGIN{printf "%.0f docs/s", 1e9/x}') | ≥ $(awk -v g="$g" 'BEGIN{printf "%d", 1e6/g}') docs/s (≤ $g µs) | $(ratio "$(awk -v x="$cm" 'BEGIN{print x/1000}')" "$g")× the goal's time |"
+          echo "| ingest → address, $b, **total** | **$(fmt_ms "$(awk -v x="$cm" 'BEGIN{print x/1000}')")** ($(fmt_ms "$(awk -v x="$cl" 'BEGIN{print x/1000}')") – $(fmt_ms "$(awk -v x="$ch" 'BEGIN{print x/1000}')")) | $(fmt_ms "$(awk -v x="$wm" 'BEGIN{print x/1000}')") | $(awk -v x="$cm" 'BEGIN{printf "%.0f docs/s", 1e9/x}') | ≥ $(awk -v g="$g" 'BEGIN{printf "%d", 1e6/g}') docs/s (≤ $g µs) | $(ratio "$(awk -v x="$cm" 'BEGIN{print x/1000}')" "$g")× the goal's time — $(verdict "$(awk -v x="$cm" 'BEGIN{print x/1000}')" le "$g") |"
         else
           echo "| ingest $b, stage $st | $(fmt_ms "$(awk -v x="$cm" 'BEGIN{print x/1000}')") ($(fmt_ms "$(awk -v x="$cl" 'BEGIN{print x/1000}')") – $(fmt_ms "$(awk -v x="$ch" 'BEGIN{print x/1000}')")) | $(fmt_ms "$(awk -v x="$wm" 'BEGIN{print x/1000}')") | | | |"
         fi
@@ -231,7 +233,7 @@ section2() {
     done
     read -r rm rl rh < <(pick "$W/agg-resume.tsv" BenchmarkVerifyRefBulk refs/cpu-s)
     read -r wm _ _ < <(pick "$W/agg-resume.tsv" BenchmarkVerifyRefBulk refs/s)
-    echo "| SnapshotRef bulk verification (\`resume.VerifyRef\`, 10,000 refs per op) | $(fmt_ms "$(awk -v x="$rm" 'BEGIN{print 1e6/x}')") | $(fmt_ms "$(awk -v x="$wm" 'BEGIN{print 1e6/x}')") | **$(printf '%.0f' "$rm") refs/s** ($(printf '%.0f' "$rl") – $(printf '%.0f' "$rh")) | ≥ 10,000 refs/s | $(ratio "$rm" 10000)× the goal's rate |"
+    echo "| SnapshotRef bulk verification (\`resume.VerifyRef\`, 10,000 refs per op) | $(fmt_ms "$(awk -v x="$rm" 'BEGIN{print 1e6/x}')") | $(fmt_ms "$(awk -v x="$wm" 'BEGIN{print 1e6/x}')") | **$(printf '%.0f' "$rm") refs/s** ($(printf '%.0f' "$rl") – $(printf '%.0f' "$rh")) | ≥ 10,000 refs/s | $(ratio "$rm" 10000)× the goal's rate — $(verdict "$rm" ge 10000) |"
     read -r dm dl dh < <(pick "$W/agg-resume.tsv" BenchmarkDecideFake ns/op)
     echo "| resume decision, in process, in-memory fake facts (\`BenchmarkDecideFake\`) | — | $(fmt_ms "$(awk -v x="$dm" 'BEGIN{print x/1000}')") ($(fmt_ms "$(awk -v x="$dl" 'BEGIN{print x/1000}')") – $(fmt_ms "$(awk -v x="$dh" 'BEGIN{print x/1000}')")) | | — | — |"
     echo
@@ -245,8 +247,8 @@ section2() {
       echo
       echo "| figure | p50 median (min – max) | p90 median | goal | ratio to goal | anchor |"
       echo "|---|---|---|---|---|---|"
-      echo "| warm: \`resume.Decide\` in process (\`BenchmarkDecideWarmDaemon\`) | **$(fmt_ms "$wm") ms** ($(fmt_ms "$wl") – $(fmt_ms "$wh")) | $(fmt_ms "$w9") ms | p50 ≤ 2 ms | $(ratio "$wm" 2)× | — |"
-      echo "| cold: a new \`sandbox-resume resume --check\` process (\`BenchmarkResumeCheckProcess\`) | **$(fmt_ms "$cm") ms** ($(fmt_ms "$cl") – $(fmt_ms "$ch")) | $(fmt_ms "$c9") ms | ≤ 15 ms | $(ratio "$cm" 15)× | hello-world Go process $(fmt_ms "${hm:-nan}") ms: $(ratio "$cm" "${hm:-0}")× |"
+      echo "| warm: \`resume.Decide\` in process (\`BenchmarkDecideWarmDaemon\`) | **$(fmt_ms "$wm") ms** ($(fmt_ms "$wl") – $(fmt_ms "$wh")) | $(fmt_ms "$w9") ms | p50 ≤ 2 ms | $(ratio "$wm" 2)× — $(verdict "$wm" le 2) | — |"
+      echo "| cold: a new \`sandbox-resume resume --check\` process (\`BenchmarkResumeCheckProcess\`) | **$(fmt_ms "$cm") ms** ($(fmt_ms "$cl") – $(fmt_ms "$ch")) | $(fmt_ms "$c9") ms | ≤ 15 ms | $(ratio "$cm" 15)× — $(verdict "$cm" le 15) | hello-world Go process $(fmt_ms "${hm:-nan}") ms: $(ratio "$cm" "${hm:-0}")× |"
       echo
     else
       echo "Decision latency against a daemon: **skipped** (needs root)."
@@ -321,7 +323,7 @@ section3() {
           import) cmdline='`sandbox-resume import run.tar --trust PUB --out ref.json` (host B)' ;;
         esac
         local x; x=$(ratio "$m" "$mb")
-        local ok=missed
+        local ok="**missed**"
         awk -v x="$x" -v g="${goal#≤ }" 'BEGIN{sub(/×/, "", g); exit !(x <= g)}' && ok=met
         echo "| $op: $cmdline | **$(fmt_ms "$m") ms** ($(fmt_ms "$l") – $(fmt_ms "$h")), n=$n | $base | $(fmt_ms "$mb") ms ($(fmt_ms "$lb") – $(fmt_ms "$hb")), n=$nb | **${x}×** | $goal — $ok |"
       done
@@ -336,7 +338,7 @@ section4() {
   go run ./bench/growth >"$W/growth.tsv"
   awk -F'\t' '$1=="features"{print $2, $4, $5, $6}' "$W/growth.tsv" >"$W/g-features.dat"
   awk -F'\t' '$1=="env"{print $2, $4, $5, $6}' "$W/growth.tsv" >"$W/g-env.dat"
-  local common='set terminal pngcairo noenhanced size 1000,600 font "DejaVu Sans,11"; set grid; set key top left'
+  local common='set terminal pngcairo noenhanced size 1100,620 font "DejaVu Sans,11"; set grid; set key top left'
   gnuplot -e "$common; set output 'docs/perf-features.png';
     set title 'ingest → address vs number of features (1 env entry), in process, one core';
     set xlabel 'features'; set ylabel 'µs per document (median of 7 batches; bars: min–max)';
@@ -351,7 +353,7 @@ section4() {
       awk -F'\t' -v o="$op" '$2==o {split($3, a, " "); print $1, a[2], a[3], a[4]}' "$W/life-agg.tsv" | sort -n >"$W/l-$op.dat"
       awk -F'\t' -v o="$op-base" '$2==o {split($3, a, " "); print $1, a[2], a[3], a[4]}' "$W/life-agg.tsv" | sort -n >"$W/l-$op-base.dat"
     done
-    gnuplot -e "$common; set output 'docs/perf-changes.png'; set logscale xy; set key outside right top box; set size ratio 0.75;
+    gnuplot -e "$common; set output 'docs/perf-changes.png'; set logscale xy; set xrange [0.8:1300]; set key outside right top box;
       set title 'run lifecycle steps vs MiB of changed files (median; bars: min–max)';
       set xlabel 'changed files, MiB (log)'; set ylabel 'ms (log)';
       plot '$W/l-suspend.dat' u 1:2:3:4 w yerrorlines lw 2 lc 1 pt 7 t 'suspend',
