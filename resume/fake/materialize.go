@@ -10,10 +10,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/containerd/containerd/v2/pkg/archive/compression"
 	"github.com/containerd/errdefs"
+	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -127,8 +128,9 @@ func (b *boundedWriter) Write(p []byte) (int, error) {
 }
 
 // CheckDiff checks the diff blob in the Facts content store as
-// runtime/containerd does: size, digest, and the decompression (gzip, zstd
-// or none; compression.DecompressStream) bounded by d.UncompressedSize.
+// runtime/containerd does: size, digest, and the decompression bounded by
+// d.UncompressedSize. The fake reads the media types the fakes write:
+// zstd (ocispec.MediaTypeImageLayerZstd) and uncompressed tar.
 func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Diff) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -140,11 +142,15 @@ func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Diff) error {
 	if int64(len(b)) != d.Size {
 		return fmt.Errorf("rootfsDiff %s: %d bytes, the ref records %d: %w", d.Digest, len(b), d.Size, resume.ErrDiffCorrupt)
 	}
-	dr, err := compression.DecompressStream(bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, resume.ErrDiffCorrupt)
+	var dr io.Reader = bytes.NewReader(b)
+	if d.MediaType == ocispec.MediaTypeImageLayerZstd {
+		zr, err := zstd.NewReader(dr)
+		if err != nil {
+			return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, resume.ErrDiffCorrupt)
+		}
+		defer zr.Close()
+		dr = zr
 	}
-	defer dr.Close()
 	h := digest.SHA256.Digester()
 	n, err := io.Copy(&boundedWriter{w: h.Hash(), left: d.UncompressedSize}, dr)
 	switch {

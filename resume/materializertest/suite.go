@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/v2/pkg/archive/compression"
 	"github.com/containerd/errdefs"
+	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -78,7 +78,7 @@ func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
 		t.Fatal(err)
 	}
 	var z bytes.Buffer
-	zw, err := compression.CompressStream(&z, compression.Zstd)
+	zw, err := zstd.NewWriter(&z)
 	if err != nil {
 		t.Fatal(err)
 	}
