@@ -5,7 +5,6 @@ export PATH := $(CURDIR)/bin:/usr/local/go/bin:$(PATH)
 CONTAINERD_VERSION := $(shell awk '$$1=="github.com/containerd/containerd/v2"{print $$2; exit}' go.mod)
 APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo
 FUZZTIME ?= 10m
-BENCHTIME ?= 1s
 
 .PHONY: help deps build test unit integration bench fuzz lint clean demo docs
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -31,7 +30,7 @@ func newDiscardCmd(g *globalOptions) *cobra.Command {
 				return usageErrorf("discard: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", run, snapshot.MaxRunIDLen)
 			}
 			ctx := cmd.Context()
-			rt, err := containerd.Connect(ctx, g.address, g.namespace)
+			rt, err := g.connect(ctx)
 			if err != nil {
 				return err
 			}

@@ -4,10 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
 // newImportCmd is `import run.tar --trust PUB|DIR [--out ref.json]` (DESIGN
@@ -37,12 +33,12 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if trustPath == "" {
 				return usageErrorf("import: --trust PUB|DIR is required")
 			}
-			trust, err := envmanifest.LoadTrust(trustPath)
+			trust, err := loadTrust(trustPath)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+				return err
 			}
 			ctx := cmd.Context()
-			rt, err := containerd.Connect(ctx, g.address, g.namespace)
+			rt, err := g.connect(ctx)
 			if err != nil {
 				return err
 			}

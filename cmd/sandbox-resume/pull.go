@@ -5,9 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -40,12 +37,12 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return err
 			}
-			trust, err := envmanifest.LoadTrust(trustPath)
+			trust, err := loadTrust(trustPath)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+				return err
 			}
 			ctx := cmd.Context()
-			rt, err := containerd.Connect(ctx, g.address, g.namespace)
+			rt, err := g.connect(ctx)
 			if err != nil {
 				return err
 			}

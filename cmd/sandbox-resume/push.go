@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
@@ -38,12 +36,12 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return err
 			}
-			refFile, err := os.ReadFile(ref)
+			refFile, err := readInput(ref)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+				return err
 			}
 			ctx := cmd.Context()
-			rt, err := containerd.Connect(ctx, g.address, g.namespace)
+			rt, err := g.connect(ctx)
 			if err != nil {
 				return err
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
 // resumeOptions are the flags of `resume` (DESIGN "Resume decision").
@@ -57,7 +56,7 @@ claim stays after a resume: a second resume of the run is 8.`,
 				return err
 			}
 			ctx := cmd.Context()
-			rt, err := containerd.Connect(ctx, g.address, g.namespace, containerd.WithHostIDOverride(g.hostID))
+			rt, err := g.connect(ctx)
 			if err != nil {
 				return err
 			}

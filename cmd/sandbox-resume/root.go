@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
 // globalOptions holds the flags every command shares (DESIGN "CLI contract";
@@ -161,4 +162,35 @@ func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// connect dials containerd with the global flags: --address, --namespace
+// and the --host-id override (DESIGN "CLI contract").
+func (g *globalOptions) connect(ctx context.Context) (*containerd.Runtime, error) {
+	return containerd.Connect(ctx, g.address, g.namespace, containerd.WithHostIDOverride(g.hostID))
+}
+
+// badInput marks a file named on the command line that cannot be read or
+// loaded (exit 2, class "bad-input"; DESIGN "CLI contract": a file that
+// does not exist is 2).
+func badInput(err error) error {
+	return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+}
+
+// readInput reads a file named on the command line; failures are badInput.
+func readInput(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return data, nil
+}
+
+// loadTrust loads the trusted keys of --trust; failures are badInput.
+func loadTrust(path string) (*envmanifest.KeyRing, error) {
+	trust, err := envmanifest.LoadTrust(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return trust, nil
 }

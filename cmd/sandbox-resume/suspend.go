@@ -8,7 +8,6 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -58,7 +57,7 @@ Rerunning with the same --run completes an interrupted suspend.`,
 				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
 			}
 			ctx := cmd.Context()
-			rt, err := containerd.Connect(ctx, g.address, g.namespace, containerd.WithHostIDOverride(g.hostID))
+			rt, err := g.connect(ctx)
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
 // verifyOutput is the `verify --output json` object.
@@ -30,9 +29,9 @@ func newVerifyCmd(g *globalOptions) *cobra.Command {
 			if trustPath == "" {
 				return usageErrorf("verify: --trust PUB|DIR is required")
 			}
-			trust, err := envmanifest.LoadTrust(trustPath)
+			trust, err := loadTrust(trustPath)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: "refused", err: err}
+				return err
 			}
 			vm, err := envmanifest.VerifySignedManifestFile(args[0], trust)
 			if err != nil {
