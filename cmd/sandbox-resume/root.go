@@ -51,6 +51,21 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 			}
 			return nil
 		},
+		// Args and RunE make an unknown command, and no command under
+		// --output json, usage errors (64) that run reports like any other
+		// (cobra's own "unknown command" error is a plain error: exit 1).
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q (see sandbox-resume --help)", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.output == outputJSON {
+				return usageErrorf("a command is required (see sandbox-resume --help)")
+			}
+			return cmd.Help()
+		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	pf := root.PersistentFlags()
@@ -133,12 +148,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) && ee.err == nil {
 		return code // already reported in full (a verdict)
 	}
-	if g.output == outputJSON {
+	if g.output == outputJSON || jsonRequested(args) {
 		writeJSONError(stdout, class, err)
 	} else {
 		fmt.Fprintf(stderr, "sandbox-resume: %v\n", err)
 	}
 	return code
+}
+
+// jsonRequested reports whether args ask for --output json before any
+// "--": flag parsing stops at the first unknown flag, so an error there
+// leaves --output unparsed when it comes after the bad flag.
+func jsonRequested(args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--output=json":
+			return true
+		case a == "--output" && i+1 < len(args) && args[i+1] == outputJSON:
+			return true
+		}
+	}
+	return false
 }
 
 // jsonError is the {"error": …} object of DESIGN "Resume decision".
