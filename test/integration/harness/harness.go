@@ -368,7 +368,7 @@ func (d *Daemon) cleanup(t testing.TB) {
 		cgs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", ns))
 		cgs = append(cgs, filepath.Join("/sys/fs/cgroup", ns))
 		for _, cg := range cgs {
-			os.Remove(cg)
+			removeDirTree(cg)
 		}
 	}
 	log := d.Log()
@@ -385,6 +385,24 @@ func (d *Daemon) cleanup(t testing.TB) {
 	if err := os.RemoveAll(d.Dir); err != nil {
 		t.Errorf("harness: remove %s: %v", d.Dir, err)
 	}
+}
+
+// removeDirTree removes the directory tree at dir bottom-up with rmdir
+// only: a cgroup directory cannot be removed while it has child cgroups
+// (a container's, /sys/fs/cgroup/<controller>/<namespace>/<id>), and a
+// cgroup still holding a process, like any directory holding a file, is
+// left in place.
+func removeDirTree(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeDirTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = unix.Rmdir(dir)
 }
 
 // removeContainers kills every task and deletes every container (with its

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -68,4 +70,29 @@ func TestGCLabels(t *testing.T) {
 
 func testimageSynthetic() (*testimage.Image, error) {
 	return testimage.Synthetic(testimage.HostPlatform(), "labels")
+}
+
+// TestRemoveDirTree: a namespace cgroup with a leftover child cgroup (a
+// container's) is removed whole; a directory holding a file is kept.
+func TestRemoveDirTree(t *testing.T) {
+	root := t.TempDir()
+	ns := filepath.Join(root, "sr-x-1")
+	if err := os.MkdirAll(filepath.Join(ns, "ctr-1", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removeDirTree(ns)
+	if _, err := os.Stat(ns); !os.IsNotExist(err) {
+		t.Fatalf("%s still there after removeDirTree (%v)", ns, err)
+	}
+	busy := filepath.Join(root, "sr-x-2")
+	if err := os.MkdirAll(filepath.Join(busy, "ctr"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(busy, "ctr", "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removeDirTree(busy)
+	if _, err := os.Stat(filepath.Join(busy, "ctr", "f")); err != nil {
+		t.Fatalf("removeDirTree removed a directory holding a file: %v", err)
+	}
 }
