@@ -80,7 +80,12 @@ cleanup() {
 	fi
 	# Unmount what is left under the temporary directory, deepest first.
 	awk -v p="$tmp" 'index($2, p) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
-	rm -rf "/run/containerd/runc/$ns" "/sys/fs/cgroup/$ns" 2>/dev/null
+	rm -rf "/run/containerd/runc/$ns" 2>/dev/null
+	# The namespace's cgroups (v2: one tree; v1: one per controller), emptied
+	# bottom-up with rmdir only, so a cgroup still holding a process stays.
+	for cg in /sys/fs/cgroup/"$ns" /sys/fs/cgroup/*/"$ns"; do
+		[ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
 	rm -rf "$tmp"
 	[ $code -eq 0 ] && printf '\n==> cleaned up (temporary directory, daemon, containers)\n'
 	exit $code
