@@ -104,10 +104,102 @@ var coreEncoderOptions = []jsontext.Options{
 	jsontext.AllowDuplicateNames(true),
 }
 
-// appendJSON appends the core as (not yet canonical) JSON text to dst with
-// a jsontext.Encoder: the members of the struct tags above, absent members
-// omitted, an empty Options written as {}.
+// appendJSON appends the core as (not yet canonical) JSON text to dst: the
+// members of the struct tags above, absent members omitted, an empty
+// Options written as {}. Strings are quoted by jsontext.AppendQuote
+// (invalid UTF-8 becomes U+FFFD, as the encoder below makes it) and option
+// texts that are valid I-JSON (RFC 7493: valid UTF-8, no repeated name)
+// are copied as they are; JCS then parses and canonicalizes the whole, so
+// the way this text is laid out changes no canonical byte. A core holding
+// any other option text is written by appendJSONEncoder, which reports or
+// repairs it as before.
 func (c *Core) appendJSON(dst []byte) ([]byte, error) {
+	for i := range c.Features {
+		if o := c.Features[i].Options; len(o) > 0 && !jsontext.Value(o).IsValid() {
+			return c.appendJSONEncoder(dst)
+		}
+	}
+	b := slices.Grow(dst, c.sizeHint())
+	str := func(b []byte, s string) []byte {
+		b, _ = jsontext.AppendQuote(b, s) // an error only says U+FFFD was written
+		return b
+	}
+	// Members in the order JCS sorts them into (RFC 8785 §3.2.3), as in
+	// appendJSONEncoder. "image" is always present: members before it end
+	// in a comma, members after it start with one.
+	b = append(b, '{')
+	if len(c.ContainerEnv) > 0 {
+		b = append(b, `"containerEnv":{`...)
+		for i, k := range slices.Sorted(maps.Keys(c.ContainerEnv)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(str(b, k), ':')
+			b = str(b, c.ContainerEnv[k])
+		}
+		b = append(b, "},"...)
+	}
+	if len(c.Features) > 0 {
+		b = append(b, `"features":[`...)
+		for i := range c.Features {
+			f := &c.Features[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = append(str(b, f.ID), `,"options":`...)
+			if len(f.Options) == 0 {
+				b = append(b, "{}"...) // always present: {}, never null
+			} else {
+				b = append(b, f.Options...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, "],"...)
+	}
+	b = str(append(b, `"image":`...), c.Image)
+	if len(c.Mounts) > 0 {
+		b = append(b, `,"mounts":[`...)
+		for i, m := range c.Mounts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = str(append(b, `{"kind":`...), m.Kind)
+			if m.Source != "" {
+				b = str(append(b, `,"source":`...), m.Source)
+			}
+			b = str(append(b, `,"target":`...), m.Target)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if c.RemoteUser != "" {
+		b = str(append(b, `,"remoteUser":`...), c.RemoteUser)
+	}
+	b = str(append(b, `,"schema":`...), c.Schema)
+	return append(b, '}'), nil
+}
+
+// sizeHint is about the length of the core's JSON text, in bytes.
+func (c *Core) sizeHint() int {
+	n := 64 + len(c.Image) + len(c.RemoteUser) + len(c.Schema)
+	for k, v := range c.ContainerEnv {
+		n += len(k) + len(v) + 6
+	}
+	for i := range c.Features {
+		n += len(c.Features[i].ID) + len(c.Features[i].Options) + 24
+	}
+	for _, m := range c.Mounts {
+		n += len(m.Source) + len(m.Target) + len(m.Kind) + 40
+	}
+	return n
+}
+
+// appendJSONEncoder is appendJSON with a jsontext.Encoder, for a core whose
+// option text is not valid I-JSON: invalid UTF-8 becomes U+FFFD, a repeated
+// name is passed on (JCS then refuses it), and text that is not one JSON
+// value is an error naming the feature.
+func (c *Core) appendJSONEncoder(dst []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
 	enc := jsontext.NewEncoder(buf, coreEncoderOptions...)
 	str := func(name, v string) {
