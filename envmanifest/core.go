@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
@@ -290,9 +291,13 @@ func canonicalize(c *Core) ([]byte, error) {
 
 // canonicalFeatureOptions reads the "options" text of the n elements of
 // "features" in canonical (the JCS of a core) with a jsontext.Decoder and
-// returns copies of them in one buffer.
+// returns copies of them in one buffer of their total length.
 func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(canonical))
+	r := optionsReaders.Get().(*optionsReader)
+	defer r.release()
+	r.src = *bytes.NewBuffer(canonical)
+	r.dec.Reset(&r.src)
+	dec := &r.dec
 	if _, err := dec.ReadToken(); err != nil { // {
 		return nil, err
 	}
@@ -310,8 +315,9 @@ func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error)
 		if _, err := dec.ReadToken(); err != nil { // [
 			return nil, err
 		}
-		out := make([]json.RawMessage, n)
-		buf := make([]byte, 0, len(canonical))
+		// Where each options text sits in canonical, as [start, end).
+		spans := make([][2]int, n)
+		total := 0
 		for i := 0; i < n; i++ {
 			if _, err := dec.ReadToken(); err != nil { // {
 				return nil, err
@@ -331,22 +337,44 @@ func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error)
 				if err != nil {
 					return nil, err
 				}
-				start := len(buf)
-				buf = append(buf, v...)
-				out[i] = json.RawMessage(buf[start:len(buf):len(buf)])
+				end := int(dec.InputOffset())
+				spans[i] = [2]int{end - len(v), end}
+				total += len(v)
 			}
 			if _, err := dec.ReadToken(); err != nil { // }
 				return nil, err
 			}
 		}
-		for i, o := range out {
-			if o == nil {
+		out := make([]json.RawMessage, n)
+		buf := make([]byte, 0, total)
+		for i, sp := range spans {
+			if sp[1] == 0 {
 				return nil, fmt.Errorf("feature %d has no options in the canonical bytes", i)
 			}
+			start := len(buf)
+			buf = append(buf, canonical[sp[0]:sp[1]]...)
+			out[i] = json.RawMessage(buf[start:len(buf):len(buf)])
 		}
 		return out, nil
 	}
 	return nil, errors.New("no features in the canonical bytes")
+}
+
+// optionsReader is a reusable jsontext.Decoder over a bytes.Buffer for
+// canonicalFeatureOptions (a new Decoder was a tenth of its time).
+type optionsReader struct {
+	src bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var optionsReaders = sync.Pool{New: func() any { return new(optionsReader) }}
+
+// release drops the reference to the canonical bytes and returns r to the
+// pool.
+func (r *optionsReader) release() {
+	r.src = bytes.Buffer{}
+	r.dec.Reset(&r.src)
+	optionsReaders.Put(r)
 }
 
 // Address returns "blake3:" + the lowercase hex of the 32-byte BLAKE3 hash
