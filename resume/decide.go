@@ -87,13 +87,14 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // ingestion refusals; Drift compares the recorded and the offered core
 // whenever check 5 produced an offered core (see DiffCores).
 //
-// Check 8 runs, in this order: the host platform must match base.platform
-// (else image-unresolved); a digest in core.image must be base.indexDigest
+// Check 8 runs in DESIGN's order: the host platform must match
+// base.platform (else image-unresolved); base.manifestDigest with its
+// config and every layer must be present (Facts.MissingContent empty, else
+// image-unresolved); then a digest in core.image must be base.indexDigest
 // or base.manifestDigest (else image-drifted), or, without a digest, the
 // name must resolve through Facts.ResolveImage to the recorded index and
 // manifest digests (not found: image-unresolved; other digests:
-// image-drifted); then base.manifestDigest with its config and every layer
-// must be present (Facts.MissingContent empty, else image-unresolved).
+// image-drifted).
 //
 // A fact that cannot be established (a Facts or Claims error other than
 // errdefs.ErrNotFound where "not found" is a refusal) fails its check with
@@ -393,14 +394,22 @@ func (s *state) host(ctx context.Context) (string, error) {
 		h.ID, h.IDSource, rec.ID, rec.IDSource)
 }
 
-// 8 image: platform, the reference still names the recorded digests, the
-// base content is present.
+// 8 image: platform, the base content is present, the reference still
+// names the recorded digests.
 func (s *state) image(ctx context.Context) (string, error) {
 	base := s.ref.Base
 	image := s.ref.Core.Image
 	if !s.facts.PlatformMatches(base.Platform) {
 		return "", refusef(CheckImage, ClassImageUnresolved,
 			"the recorded platform %s of %s does not match this host's platform", base.Platform, base.ManifestDigest)
+	}
+	missing, err := s.look.missing.get()
+	if err != nil {
+		return "", internal(CheckImage, fmt.Errorf("content of %s: %w", base.ManifestDigest, err))
+	}
+	if len(missing) > 0 {
+		return "", refusef(CheckImage, ClassImageUnresolved,
+			"%s (%s): %d blobs missing from the content store: %s", image, base.ManifestDigest, len(missing), joinDigests(missing))
 	}
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
@@ -429,14 +438,6 @@ func (s *state) image(ctx context.Context) (string, error) {
 				"%s now resolves to %s, not the recorded %s", image, recordedDigests(got), recordedDigests(base))
 		}
 		how = "resolves to " + recordedDigests(base)
-	}
-	missing, err := s.look.missing.get()
-	if err != nil {
-		return "", internal(CheckImage, fmt.Errorf("content of %s: %w", base.ManifestDigest, err))
-	}
-	if len(missing) > 0 {
-		return "", refusef(CheckImage, ClassImageUnresolved,
-			"%s (%s): %d blobs missing from the content store: %s", image, base.ManifestDigest, len(missing), joinDigests(missing))
 	}
 	return fmt.Sprintf("%s %s; manifest, config and layers present (%s)", image, how, base.Platform), nil
 }

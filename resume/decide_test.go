@@ -333,6 +333,21 @@ func TestDecideImage(t *testing.T) {
 			t.Errorf("detail %q does not name both digests", d)
 		}
 	})
+	t.Run("name re-pointed and the recorded content gone", func(t *testing.T) {
+		// DESIGN's order within check 8: presence of the recorded content
+		// before the name's resolution, so this is unresolved, not drifted.
+		fx := newFixture(t, baseConfig)
+		desc, _ := putImage(t, fx.facts, ocispec.Platform{OS: "linux", Architecture: "amd64"}, "another layer")
+		if err := fx.facts.SetImage("busybox:1", desc); err != nil {
+			t.Fatal(err)
+		}
+		fx.facts.DeleteBlob(fx.layer)
+		v := fx.decide()
+		wantVerdict(t, v, 5, resume.ClassImageUnresolved, resume.CheckImage)
+		if !strings.Contains(v.Failed().Detail, fx.layer.String()) {
+			t.Errorf("detail %q does not name the missing layer", v.Failed().Detail)
+		}
+	})
 	t.Run("name unknown", func(t *testing.T) {
 		fx := newFixture(t, baseConfig)
 		fx.config = strings.Replace(baseConfig, "busybox:1", "busybox:2", 1)
