@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
@@ -293,11 +292,9 @@ func canonicalize(c *Core) ([]byte, error) {
 // "features" in canonical (the JCS of a core) with a jsontext.Decoder and
 // returns copies of them in one buffer of their total length.
 func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error) {
-	r := optionsReaders.Get().(*optionsReader)
-	defer r.release()
-	r.src = *bytes.NewBuffer(canonical)
-	r.dec.Reset(&r.src)
-	dec := &r.dec
+	pd := getDecoder(canonical)
+	defer putDecoder(pd)
+	dec := &pd.dec
 	if _, err := dec.ReadToken(); err != nil { // {
 		return nil, err
 	}
@@ -358,23 +355,6 @@ func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error)
 		return out, nil
 	}
 	return nil, errors.New("no features in the canonical bytes")
-}
-
-// optionsReader is a reusable jsontext.Decoder over a bytes.Buffer for
-// canonicalFeatureOptions (a new Decoder was a tenth of its time).
-type optionsReader struct {
-	src bytes.Buffer
-	dec jsontext.Decoder
-}
-
-var optionsReaders = sync.Pool{New: func() any { return new(optionsReader) }}
-
-// release drops the reference to the canonical bytes and returns r to the
-// pool.
-func (r *optionsReader) release() {
-	r.src = bytes.Buffer{}
-	r.dec.Reset(&r.src)
-	optionsReaders.Put(r)
 }
 
 // Address returns "blake3:" + the lowercase hex of the 32-byte BLAKE3 hash
