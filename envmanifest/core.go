@@ -292,7 +292,9 @@ func canonicalize(c *Core) ([]byte, error) {
 // "features" in canonical (the JCS of a core) with a jsontext.Decoder and
 // returns copies of them in one buffer of their total length.
 func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error) {
-	pd := getDecoder(canonical)
+	// JCS output has no repeated name and is valid UTF-8: the checks that
+	// would find them are skipped (decoderOptions).
+	pd := getDecoder(canonical, decoderOptions...)
 	defer putDecoder(pd)
 	dec := &pd.dec
 	if _, err := dec.ReadToken(); err != nil { // {
