@@ -119,7 +119,22 @@ func (c *Core) appendJSON(dst []byte) ([]byte, error) {
 			return c.appendJSONEncoder(dst)
 		}
 	}
-	b := slices.Grow(dst, c.sizeHint())
+	// The containerEnv members sorted by name, with their values: one
+	// pass over the map, no lookups.
+	env := make([]envVar, 0, len(c.ContainerEnv))
+	size := 64 + len(c.Image) + len(c.RemoteUser) + len(c.Schema)
+	for k, v := range c.ContainerEnv {
+		env = append(env, envVar{k, v})
+		size += len(k) + len(v) + 6
+	}
+	slices.SortFunc(env, func(x, y envVar) int { return strings.Compare(x.name, y.name) })
+	for i := range c.Features {
+		size += len(c.Features[i].ID) + len(c.Features[i].Options) + 24
+	}
+	for _, m := range c.Mounts {
+		size += len(m.Source) + len(m.Target) + len(m.Kind) + 40
+	}
+	b := slices.Grow(dst, size)
 	str := func(b []byte, s string) []byte {
 		b, _ = jsontext.AppendQuote(b, s) // an error only says U+FFFD was written
 		return b
@@ -128,14 +143,14 @@ func (c *Core) appendJSON(dst []byte) ([]byte, error) {
 	// appendJSONEncoder. "image" is always present: members before it end
 	// in a comma, members after it start with one.
 	b = append(b, '{')
-	if len(c.ContainerEnv) > 0 {
+	if len(env) > 0 {
 		b = append(b, `"containerEnv":{`...)
-		for i, k := range slices.Sorted(maps.Keys(c.ContainerEnv)) {
+		for i, e := range env {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(str(b, k), ':')
-			b = str(b, c.ContainerEnv[k])
+			b = append(str(b, e.name), ':')
+			b = str(b, e.value)
 		}
 		b = append(b, "},"...)
 	}
@@ -180,20 +195,8 @@ func (c *Core) appendJSON(dst []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// sizeHint is about the length of the core's JSON text, in bytes.
-func (c *Core) sizeHint() int {
-	n := 64 + len(c.Image) + len(c.RemoteUser) + len(c.Schema)
-	for k, v := range c.ContainerEnv {
-		n += len(k) + len(v) + 6
-	}
-	for i := range c.Features {
-		n += len(c.Features[i].ID) + len(c.Features[i].Options) + 24
-	}
-	for _, m := range c.Mounts {
-		n += len(m.Source) + len(m.Target) + len(m.Kind) + 40
-	}
-	return n
-}
+// envVar is one containerEnv member.
+type envVar struct{ name, value string }
 
 // appendJSONEncoder is appendJSON with a jsontext.Encoder, for a core whose
 // option text is not valid I-JSON: invalid UTF-8 becomes U+FFFD, a repeated
