@@ -140,18 +140,44 @@ func Decode(data []byte, jsonc bool) (*Node, []Refusal) {
 	}
 	// Standard JSON needs no stripping: skip hujson (and its copy) when
 	// the input has no comment opener, and fall back to it if the strict
-	// walk fails (a trailing comma).
-	if jsonc && (bytes.Contains(data, []byte("//")) || bytes.Contains(data, []byte("/*"))) {
+	// walk fails (a trailing comma). Text whose only "//" follow a ':'
+	// (URLs such as https://…) is walked strictly first too; if that walk
+	// fails for any reason, hujson decides, as it always did for text with
+	// a comment opener. Text the strict walk accepts is standard JSON,
+	// which hujson would hand back unchanged.
+	opener := jsonc && (bytes.Contains(data, []byte("//")) || bytes.Contains(data, []byte("/*")))
+	if opener && !onlyURLSlashes(data) {
 		return decodeJSONC(data, shift)
 	}
 	root, refusals, ferr := walk(data)
 	if ferr != nil {
-		if jsonc && ferr.class == ClassSyntax {
+		if opener || (jsonc && ferr.class == ClassSyntax) {
 			return decodeJSONC(data, shift)
 		}
 		return nil, ferr.refusals(data, shift)
 	}
 	return root, refusals
+}
+
+// onlyURLSlashes reports whether every "//" in b follows a ':' and b holds
+// no "/*": text that probably has no comment, only URLs, so a strict walk
+// is worth trying before hujson. It only chooses the order; it decides
+// nothing about the text.
+func onlyURLSlashes(b []byte) bool {
+	if bytes.Contains(b, []byte("/*")) {
+		return false
+	}
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte("//"))
+		if j < 0 {
+			return true
+		}
+		i += j
+		if i == 0 || b[i-1] != ':' {
+			return false
+		}
+		i += 2
+	}
 }
 
 // decodeJSONC strips comments and trailing commas with hujson (offsets are
