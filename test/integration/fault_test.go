@@ -100,9 +100,9 @@ func startCLI(t testing.TB, env []string, args ...string) *cliProc {
 }
 
 // killCLIAt runs the CLI with the fault point step set and SIGKILLs it as
-// soon as it reports reaching the step; it fails the test when the process
-// never gets there or was not ended by the signal.
-func killCLIAt(t testing.TB, step string, args ...string) {
+// soon as it reports reaching the step, and returns its pid; it fails the
+// test when the process never gets there or was not ended by the signal.
+func killCLIAt(t testing.TB, step string, args ...string) int {
 	t.Helper()
 	p := startCLI(t, []string{faultpoint.Env + "=" + step}, args...)
 	want := "fault point " + step + " reached"
@@ -132,12 +132,13 @@ wait:
 	if !errors.As(werr, &ee) || !ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
 		t.Fatalf("sandbox-resume at fault point %s was not killed by the signal: %v", step, werr)
 	}
+	return p.cmd.Process.Pid
 }
 
-// killCLIAfter runs the CLI and SIGKILLs it after delay; it reports
-// whether the signal arrived before the process ended (a process that ended
-// first must have succeeded).
-func killCLIAfter(t testing.TB, delay time.Duration, args ...string) bool {
+// killCLIAfter runs the CLI and SIGKILLs it after delay; it returns the
+// pid and whether the signal arrived before the process ended (a process
+// that ended first must have succeeded).
+func killCLIAfter(t testing.TB, delay time.Duration, args ...string) (pid int, killed bool) {
 	t.Helper()
 	p := startCLI(t, nil, args...)
 	done := make(chan error, 1)
@@ -147,11 +148,11 @@ func killCLIAfter(t testing.TB, delay time.Duration, args ...string) bool {
 		if err != nil {
 			t.Fatalf("sandbox-resume ended before the kill with %v: %s", err, p.stderr.String())
 		}
-		return false
+		return p.cmd.Process.Pid, false
 	case <-time.After(delay):
 		p.cmd.Process.Kill()
 		<-done
-		return true
+		return p.cmd.Process.Pid, true
 	}
 }
 
@@ -425,7 +426,7 @@ func TestImportFaultTrials(t *testing.T) {
 			killCLIAt(t, tr.step, r.args(ns, out)...)
 		} else {
 			how = fmt.Sprintf("after %s", tr.delay.Round(time.Millisecond))
-			if !killCLIAfter(t, tr.delay, r.args(ns, out)...) {
+			if _, killed := killCLIAfter(t, tr.delay, r.args(ns, out)...); !killed {
 				how += " (it had finished)"
 			}
 		}

@@ -1,20 +1,15 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,88 +135,6 @@ type resumeRig struct {
 func (r *resumeRig) args(container string) []string {
 	return []string{"--address", r.d.Address, "--namespace", r.d.Namespace, "--output", "json",
 		"resume", "--ref", r.s.ref, "--config", r.s.cfg, "--trust", r.s.pub, "--container", container, "--start"}
-}
-
-func (r *resumeRig) command(t *testing.T, container, step string) *exec.Cmd {
-	cmd := exec.Command(cli(t), r.args(container)...)
-	cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=")
-	if step != "" {
-		cmd.Env = append(cmd.Env, pauseAtEnv+"="+step)
-	}
-	return cmd
-}
-
-// killAt starts resume with the fault point step and SIGKILLs it once it
-// reports reaching it; it returns the killed process's pid.
-func (r *resumeRig) killAt(t *testing.T, step, container string) int {
-	t.Helper()
-	cmd := r.command(t, container, step)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	want := "fault point " + step + " reached"
-	reached := make(chan bool, 1)
-	var seen bytes.Buffer
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			seen.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), want) {
-				reached <- true
-				io.Copy(io.Discard, stderr)
-				return
-			}
-		}
-		reached <- false
-	}()
-	var ok bool
-	select {
-	case ok = <-reached:
-	case <-time.After(30 * time.Second):
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatalf("kill resume (pid %d): %v", cmd.Process.Pid, err)
-	}
-	werr := cmd.Wait()
-	if !ok {
-		t.Fatalf("resume never reached fault point %s (exit: %v); stdout:\n%s\nstderr:\n%s", step, werr, stdout.String(), seen.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(werr, &ee) || !ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
-		t.Fatalf("resume at fault point %s was not killed by the signal: %v", step, werr)
-	}
-	return cmd.Process.Pid
-}
-
-// killAfter starts resume without a fault point and SIGKILLs it after
-// delay; exited reports that it had finished first (with exit 0).
-func (r *resumeRig) killAfter(t *testing.T, delay time.Duration, container string) (pid int, exited bool) {
-	t.Helper()
-	cmd := r.command(t, container, "")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("resume ended before the kill with %v: %s", err, out.String())
-		}
-		return cmd.Process.Pid, true
-	case <-time.After(delay):
-		cmd.Process.Kill()
-		<-done
-		return cmd.Process.Pid, false
-	}
 }
 
 // observe reads what a resume of container by process pid left.
@@ -552,9 +465,11 @@ func TestResumeFaultTrials(t *testing.T) {
 		var exited bool
 		how := "at fault point " + tr.step
 		if tr.step != "" {
-			pid = r.killAt(t, tr.step, killed)
+			pid = killCLIAt(t, tr.step, r.args(killed)...)
 		} else {
-			pid, exited = r.killAfter(t, tr.delay, killed)
+			var killedBySignal bool
+			pid, killedBySignal = killCLIAfter(t, tr.delay, r.args(killed)...)
+			exited = !killedBySignal
 			how = fmt.Sprintf("after %s", tr.delay.Round(time.Millisecond))
 			if exited {
 				how += " (it had finished)"

@@ -1,19 +1,14 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,9 +28,6 @@ import (
 // daemon (run lease, the blobs the lease holds, task status, container
 // labels) and the file system (the --out path), and a rerun with the same
 // --run must complete the suspension.
-
-// pauseAtEnv is the fault-point variable of snapshot/faultpoint.go.
-const pauseAtEnv = "SANDBOX_RESUME_TEST_PAUSE_AT"
 
 // faultSteps are the fault points Suspend honours, in order.
 var faultSteps = []string{"lease", "pause", "diff", "stop", "refblob", "label"}
@@ -106,78 +98,6 @@ type faultRig struct {
 func (r *faultRig) args(cid, run, out string) []string {
 	return []string{"--address", r.d.Address, "--namespace", r.d.Namespace, "suspend",
 		"--container", cid, "--config", r.env.cfg, "--key", r.env.key, "--run", run, "--out", out}
-}
-
-// killAt starts the suspend process with the fault point step and SIGKILLs
-// it as soon as it reports reaching it.
-func (r *faultRig) killAt(t *testing.T, step, cid, run, out string) {
-	t.Helper()
-	cmd := exec.Command(cli(t), r.args(cid, run, out)...)
-	cmd.Env = append(os.Environ(), pauseAtEnv+"="+step)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	want := "fault point " + step + " reached"
-	reached := make(chan bool, 1)
-	var seen bytes.Buffer
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			seen.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), want) {
-				reached <- true
-				io.Copy(io.Discard, stderr)
-				return
-			}
-		}
-		reached <- false
-	}()
-	var ok bool
-	select {
-	case ok = <-reached:
-	case <-time.After(30 * time.Second):
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatalf("kill suspend (pid %d): %v", cmd.Process.Pid, err)
-	}
-	werr := cmd.Wait()
-	if !ok {
-		t.Fatalf("suspend never reached fault point %s (exit: %v); stderr:\n%s", step, werr, seen.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(werr, &ee) || !ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
-		t.Fatalf("suspend at fault point %s was not killed by the signal: %v", step, werr)
-	}
-}
-
-// killAfter starts the suspend process without a fault point and SIGKILLs it
-// after delay (or lets it finish when it is quicker). It reports whether the
-// kill arrived before the process ended.
-func (r *faultRig) killAfter(t *testing.T, delay time.Duration, cid, run, out string) bool {
-	t.Helper()
-	cmd := exec.Command(cli(t), r.args(cid, run, out)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("suspend ended before the kill with %v: %s", err, stderr.String())
-		}
-		return false
-	case <-time.After(delay):
-		cmd.Process.Kill()
-		<-done
-		return true
-	}
 }
 
 // observe reads the state a suspend of cid with run left.
@@ -407,10 +327,10 @@ func TestSuspendFaultTrials(t *testing.T) {
 		out := filepath.Join(r.env.dir, run+".ref.json")
 		how := "at fault point " + tr.step
 		if tr.step != "" {
-			r.killAt(t, tr.step, cid, run, out)
+			killCLIAt(t, tr.step, r.args(cid, run, out)...)
 		} else {
 			how = fmt.Sprintf("after %s", tr.delay.Round(time.Millisecond))
-			if !r.killAfter(t, tr.delay, cid, run, out) {
+			if _, killed := killCLIAfter(t, tr.delay, r.args(cid, run, out)...); !killed {
 				how += " (it had finished)"
 			}
 		}
