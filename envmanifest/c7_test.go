@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+
 	"github.com/gowebpki/jcs"
 )
 
@@ -260,23 +262,7 @@ func c7WriteAddress(file, addr string) error {
 		return fmt.Errorf("%s: want exactly one \"address\" field to update, found %d", file, n)
 	}
 	out := c7AddressRE.ReplaceAll(data, []byte(`"address": "`+addr+`"`))
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".c7-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
+	return atomicfile.WriteFile(file, out, 0o644)
 }
 
 // runC7 ingests one case the way README.md describes: the input is written

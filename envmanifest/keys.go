@@ -10,11 +10,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 )
 
 // KeyIDPrefix starts every key identifier: "ed25519:" + 64 lowercase hex
@@ -284,10 +287,10 @@ func WriteKeyPair(prefix string, force bool) (pubPath, keyPath string, err error
 	}
 	privPEM := pem.EncodeToMemory(&pem.Block{Type: PEMTypePrivateKey, Bytes: privDER})
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: PEMTypePublicKey, Bytes: pubDER})
-	if err := writeKeyFileAtomic(keyPath, privPEM, 0o600, force); err != nil {
+	if err := writeKeyFile(keyPath, privPEM, 0o600, force); err != nil {
 		return "", "", err
 	}
-	if err := writeKeyFileAtomic(pubPath, pubPEM, 0o644, force); err != nil {
+	if err := writeKeyFile(pubPath, pubPEM, 0o644, force); err != nil {
 		if !force {
 			_ = os.Remove(keyPath) // we created it just now; do not leave half a pair
 		}
@@ -296,50 +299,21 @@ func WriteKeyPair(prefix string, force bool) (pubPath, keyPath string, err error
 	return pubPath, keyPath, nil
 }
 
-// writeKeyFileAtomic writes data to path via a temporary file in the same
-// directory: write, chmod, fsync, then rename (force) or link (no clobber),
-// then fsync the directory.
-func writeKeyFileAtomic(path string, data []byte, mode os.FileMode, force bool) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// writeKeyFile writes a key file atomically (internal/atomicfile); without
+// force it links rather than renames, so a file that appeared meanwhile is
+// never replaced (ErrKeyExists).
+func writeKeyFile(path string, data []byte, mode os.FileMode, force bool) error {
+	err := atomicfile.Create(path, mode, atomicfile.Options{NoReplace: !force}, func(w io.Writer) error {
+		if _, err := w.Write(data); err != nil {
+			return fmt.Errorf("keygen: %s: %w", path, err)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrExist) && !force {
+		return fmt.Errorf("keygen: %s: %w (use --force to overwrite): %w", path, ErrKeyExists, fs.ErrExist)
+	}
 	if err != nil {
 		return fmt.Errorf("keygen: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if f != nil {
-			_ = f.Close()
-		}
-		_ = os.Remove(tmp)
-	}()
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("keygen: %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("keygen: %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("keygen: %s: %w", path, err)
-	}
-	cerr := f.Close()
-	f = nil
-	if cerr != nil {
-		return fmt.Errorf("keygen: %s: %w", path, cerr)
-	}
-	if force {
-		err = os.Rename(tmp, path)
-	} else {
-		err = os.Link(tmp, path) // fails with EEXIST rather than replacing a file that appeared meanwhile
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("keygen: %s: %w (use --force to overwrite): %w", path, ErrKeyExists, fs.ErrExist)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("keygen: %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

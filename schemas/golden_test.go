@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -26,7 +28,7 @@ func TestSchemasGolden(t *testing.T) {
 	for _, f := range files {
 		want[f.Name] = true
 		if *update {
-			if err := writeFileAtomic(f.Name, f.Data); err != nil {
+			if err := atomicfile.WriteFile(f.Name, f.Data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -56,29 +58,6 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
-}
-
-func writeFileAtomic(name string, data []byte) error {
-	f, err := os.CreateTemp(".", "."+name+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
 }
 
 // TestGenerateDeterministic generates twice and compares: map iteration

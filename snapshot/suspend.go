@@ -5,10 +5,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -264,7 +264,7 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 		return nil, fmt.Errorf("suspend: label container %q: %w", ctr.ID, err)
 	}
 	faultPoint("label")
-	if err := WriteFileAtomic(out, file, 0o644); err != nil {
+	if err := atomicfile.WriteFile(out, file, 0o644); err != nil {
 		return nil, fmt.Errorf("suspend: %w", err)
 	}
 	res.Ref, res.File, res.RefBlob = ref, file, desc.Digest.String()
@@ -290,45 +290,6 @@ func describes(image string, base Base, ctr Container) error {
 			return fmt.Errorf("suspend: image %s: its digest is neither the resolved index %q nor manifest %q: %w",
 				image, base.IndexDigest, base.ManifestDigest, ErrMismatch)
 		}
-	}
-	return nil
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory: write, fsync, rename, then fsync the directory. A crash leaves
-// either the old file (or none) or the complete new one. Errors name the
-// path.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

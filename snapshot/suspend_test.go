@@ -210,28 +210,6 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "f.json")
-	if err := snapshot.WriteFileAtomic(p, []byte("one"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := snapshot.WriteFileAtomic(p, []byte("two"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil || string(b) != "two" {
-		t.Fatalf("%q %v", b, err)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Fatalf("temp files left: %v", ents)
-	}
-	if err := snapshot.WriteFileAtomic(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); err == nil {
-		t.Fatal("no error for a missing directory")
-	}
-}
-
 func TestDiscard(t *testing.T) {
 	ctx := context.Background()
 	f := newFake()

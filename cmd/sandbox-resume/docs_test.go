@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+
 	"github.com/spf13/cobra/doc"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
@@ -48,7 +50,10 @@ func TestDocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, data := range want {
-			if err := writeAtomic(filepath.Join(docsDir, name), data); err != nil {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(docsDir, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := atomicfile.WriteFile(filepath.Join(docsDir, name), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -235,32 +240,4 @@ func readTree(dir string) (map[string][]byte, error) {
 		return nil
 	})
 	return out, err
-}
-
-// writeAtomic writes data to path: temp file in the same folder, fsync,
-// rename.
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".docs-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

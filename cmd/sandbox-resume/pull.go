@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/spf13/cobra"
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 
-	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/spf13/cobra"
 )
 
 // newPullCmd is `pull [--plain-http] --trust PUB|DIR REG/REPO:TAG --out
@@ -53,7 +53,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return err
 			}
-			if err := snapshot.WriteFileAtomic(out, res.RefFile, 0o644); err != nil {
+			if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
 				return err
 			}
 			if g.output == outputJSON {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/images/archive"
@@ -123,37 +123,14 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // ExportFile is Export (with its options) into the file path, written atomically: a temporary
 // file in the same directory, fsync, rename, fsync of the directory. A
 // failure leaves no file at path (an existing one is kept unchanged).
-func (r *Runtime) ExportFile(ctx context.Context, refFile []byte, path string, withBase bool, opts ...MoveOption) (res *ExportResult, err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+func (r *Runtime) ExportFile(ctx context.Context, refFile []byte, path string, withBase bool, opts ...MoveOption) (*ExportResult, error) {
+	var res *ExportResult
+	err := atomicfile.Create(path, 0o644, atomicfile.Options{}, func(w io.Writer) (err error) {
+		res, err = r.Export(ctx, refFile, w, withBase, opts...)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("export to %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if res, err = r.Export(ctx, refFile, f, withBase, opts...); err != nil {
 		return nil, err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return nil, fmt.Errorf("export to %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return nil, fmt.Errorf("export to %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return nil, fmt.Errorf("export to %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("export to %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	res.Path = path
 	return res, nil

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+
 	"github.com/containerd/containerd/v2/core/images/archive"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/opencontainers/go-digest"
@@ -160,7 +162,7 @@ func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifes
 	}
 	faultpoint.Reach("import-release")
 	if out != "" {
-		if err := snapshot.WriteFileAtomic(out, res.RefFile, 0o644); err != nil {
+		if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
 			return nil, err
 		}
 		faultpoint.Reach("import-write")
