@@ -149,7 +149,7 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 
 // ImportFile is Import (with its options) of the archive at path; with out non-empty the
 // verified ref file's exact bytes are then written to out atomically
-// (snapshot.WriteFileAtomic). Its fault points are listed at Import.
+// (internal/atomicfile). Its fault points are listed at Import.
 func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifest.KeyRing, out string, opts ...MoveOption) (*ImportResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
