@@ -19,12 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/leases"
-	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
-	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sys/unix"
@@ -582,42 +579,6 @@ func TestDaemonKilledBetweenSuspendAndResume(t *testing.T) {
 	if err != nil || ctr.Labels[snapshot.LabelRun] != run || ctr.Task != snapshot.TaskNone {
 		t.Errorf("after the kill, container %s: labels %v task %q (%v)", cid, ctr.Labels, ctr.Task, err)
 	}
-}
-
-// scriptContainer is runningContainer with another workload: script runs
-// under /bin/sh -c and must print READY once its files are written.
-func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) string {
-	t.Helper()
-	ctx := d.Context(t)
-	img, err := d.Client.GetImage(ctx, name)
-	if err != nil {
-		t.Fatalf("image %s: %v", name, err)
-	}
-	if err := img.Unpack(ctx, "overlayfs"); err != nil {
-		t.Fatalf("unpack %s: %v", name, err)
-	}
-	cid := d.ID(id)
-	c, err := d.Client.NewContainer(ctx, cid, client.WithImage(img), client.WithSnapshotter("overlayfs"),
-		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", script)))
-	if err != nil {
-		t.Fatalf("new container %s: %v", cid, err)
-	}
-	out := &syncBuffer{}
-	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(filepath.Join(d.Dir, "fifo"))))
-	if err != nil {
-		t.Fatalf("new task %s: %v", cid, err)
-	}
-	if err := task.Start(ctx); err != nil {
-		t.Fatalf("start %s: %v", cid, err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "READY") {
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s did not print READY: %q", cid, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return cid
 }
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory under the

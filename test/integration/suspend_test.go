@@ -38,10 +38,17 @@ var _ snapshot.Capturer = (*ctrd.Runtime)(nil)
 const workload = `echo hello-from-suspend > /data.txt && mkdir -p /var/sr && echo nested > /var/sr/n.txt && ` +
 	`rm -f /etc/sandbox-resume-marker && echo READY && exec sleep 3600`
 
-// runningContainer creates container d.ID(id) from image name (in the
-// daemon's namespace), unpacked on overlayfs with snapshot key = container
-// id, starts its task running workload and waits until it printed READY.
+// runningContainer is scriptContainer running workload.
 func runningContainer(t testing.TB, d *harness.Daemon, name, id string) string {
+	t.Helper()
+	return scriptContainer(t, d, name, id, workload)
+}
+
+// scriptContainer creates container d.ID(id) from image name (in the
+// daemon's namespace), unpacked on overlayfs with snapshot key = container
+// id, starts its task running script under /bin/sh -c and waits (30 s at
+// most) until it printed READY.
+func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) string {
 	t.Helper()
 	ctx := d.Context(t)
 	img, err := d.Client.GetImage(ctx, name)
@@ -53,7 +60,7 @@ func runningContainer(t testing.TB, d *harness.Daemon, name, id string) string {
 	}
 	cid := d.ID(id)
 	c, err := d.Client.NewContainer(ctx, cid, client.WithImage(img), client.WithSnapshotter("overlayfs"),
-		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", workload)))
+		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", script)))
 	if err != nil {
 		t.Fatalf("new container %s: %v", cid, err)
 	}
@@ -65,7 +72,7 @@ func runningContainer(t testing.TB, d *harness.Daemon, name, id string) string {
 	if err := task.Start(ctx); err != nil {
 		t.Fatalf("start %s: %v", cid, err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), "READY") {
 		if time.Now().After(deadline) {
 			t.Fatalf("container %s did not print READY: %q", cid, out.String())
