@@ -47,7 +47,7 @@ func TestRecordJSON(t *testing.T) {
 	}
 
 	live := ledger.Record{Run: "demo-1", Generation: 1, Ref: ref2, State: ledger.StateLive,
-		Holder: &ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}},
+		Holder:      &ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}},
 		SuspendedBy: &ledger.SuspendedBy{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}, Created: when, Generation: 1},
 		Fence:       1, Updated: when}
 	b, _ = json.Marshal(live)
