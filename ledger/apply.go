@@ -238,26 +238,16 @@ func fenceOf(cur *Record) uint64 {
 	return cur.Fence
 }
 
-func heldBy(cur *Record) string {
-	if cur.Holder == nil {
-		return "no holder"
-	}
-	return cur.Holder.String()
-}
-
 func applySuspended(cur *Record, op SuspendRequest, now time.Time) (Record, bool, error) {
 	by := &SuspendedBy{Container: op.Container, Created: op.Created.UTC(), Fence: op.Fence, Generation: op.Generation}
 	if op.Generation == 1 {
 		if !free(cur) {
-			reason := fmt.Sprintf("the run id is taken (%s", cur.State)
+			reason := "the run id is taken"
 			if cur.SuspendedBy != nil {
-				reason += fmt.Sprintf(", generation %d suspended by %s created %s",
+				reason += fmt.Sprintf(": generation %d was suspended by %s created %s",
 					cur.SuspendedBy.Generation, cur.SuspendedBy.Container, cur.SuspendedBy.Created.Format(time.RFC3339Nano))
 			}
-			if cur.Holder != nil {
-				reason += ", held by " + cur.Holder.String()
-			}
-			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "%s)", reason)
+			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "%s", reason)
 		}
 		next := Record{Run: op.Run, Generation: 1, Ref: op.Ref, State: StateSuspended, SuspendedBy: by, Fence: fenceOf(cur), Updated: now}
 		if op.Keep {
@@ -278,7 +268,7 @@ func applySuspended(cur *Record, op SuspendRequest, now time.Time) (Record, bool
 	case cur.Fence != op.Fence:
 		why = fmt.Sprintf("fence %d is recorded, the container holds %d (fenced out)", cur.Fence, op.Fence)
 	case cur.Holder == nil || cur.Holder.Container != op.Container:
-		why = "held by " + heldBy(cur)
+		why = "another container holds it"
 	}
 	if why != "" {
 		return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "%s no longer holds the run: %s", op.Container, why)
@@ -302,9 +292,9 @@ func applyClaim(cur *Record, op ClaimOp, now time.Time) (Record, bool, error) {
 		case cur.Generation == op.Generation && cur.Ref != op.Ref:
 			return current(cur), false, refuse(ClassForked, op, op.Generation, cur, "generation %d is recorded with ref %s, not %s", cur.Generation, cur.Ref, op.Ref)
 		case cur.State == StateLive && !op.TakeOver:
-			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "live, held by %s", heldBy(cur))
+			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "the run is live")
 		case cur.State == StateResuming && !op.HolderGone:
-			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "resuming, claimed by %s, which is not gone", heldBy(cur))
+			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "the run is resuming and its holder is not gone")
 		}
 	}
 	h := op.Holder
@@ -332,9 +322,9 @@ func applyLive(cur *Record, op LiveOp, now time.Time) (Record, bool, error) {
 	case cur == nil || cur.State == StatePurged:
 		why = "no record"
 	case cur.Fence != op.Fence:
-		why = fmt.Sprintf("fence %d is recorded (%s, holder %s)", cur.Fence, cur.State, heldBy(cur))
+		why = fmt.Sprintf("fence %d is recorded", cur.Fence)
 	case cur.State == StateLive:
-		why = "live with this fence, held by " + heldBy(cur)
+		why = "live with this fence, held by another container"
 	default:
 		why = fmt.Sprintf("the run is %s", cur.State)
 	}
@@ -357,7 +347,7 @@ func applyDiscard(cur *Record, op DiscardOp, now time.Time) (Record, bool, error
 	case cur.State == StateDiscarded:
 		return current(cur), false, nil
 	case (cur.State == StateLive || cur.State == StateResuming) && !op.Force:
-		return current(cur), false, refuse(ClassClaimConflict, op, 0, cur, "%s, held by %s", cur.State, heldBy(cur))
+		return current(cur), false, refuse(ClassClaimConflict, op, 0, cur, "the run is %s and force is not set", cur.State)
 	}
 	return Record{Run: op.Run, Generation: cur.Generation, Ref: cur.Ref, State: StateDiscarded, Fence: cur.Fence, Updated: now}, true, nil
 }
@@ -367,9 +357,6 @@ func applyPurge(cur *Record, op PurgeOp, now time.Time) (Record, bool, error) {
 		state := "no record"
 		if cur != nil {
 			state = string(cur.State)
-			if cur.Holder != nil {
-				state += ", held by " + cur.Holder.String()
-			}
 		}
 		return current(cur), false, refuse(ClassClaimConflict, op, 0, cur, "only a discarded run is purged, not %s", state)
 	}

@@ -381,14 +381,16 @@ type Error struct {
 	// Record is the record as found; nil when there was none.
 	Record *Record
 	// Reason says what refused, in words (e.g. `generation 3 is recorded`,
-	// `live, held by container "c" in namespace "n" on host "h"`).
+	// `the run is live`); Error adds the record and its holder.
 	Reason string
 }
 
 var _ error = (*Error)(nil)
 
-// Error renders the refusal: `ledger: claim of run "demo-1" generation 2:
-// claim-conflict: live, held by container … (fence 3)`.
+// Error renders the refusal with the record found, naming its holder and
+// the holder's host: `ledger: claim of run "demo-1" generation 2:
+// claim-conflict: the run is live (record: live, generation 2, fence 3, held
+// by container "c" in namespace "ns" on host "h")`.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ledger: %s of run %q", e.Op, e.Run)
@@ -401,7 +403,11 @@ func (e *Error) Error() string {
 		if e.Record.Generation != 0 {
 			fmt.Fprintf(&b, ", generation %d", e.Record.Generation)
 		}
-		fmt.Fprintf(&b, ", fence %d)", e.Record.Fence)
+		fmt.Fprintf(&b, ", fence %d", e.Record.Fence)
+		if h := e.Record.Holder; h != nil {
+			fmt.Fprintf(&b, ", held by %s", h)
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }
