@@ -37,13 +37,15 @@
 //
 // A call that gets no answer within Config.Timeout (the cluster is
 // unreachable, has no quorum, or refuses the TLS client) returns an error
-// naming the endpoints; it is never a refusal, and its outcome is unknown
-// (the write may have been committed). A Claim whose outcome is unknown
+// naming the endpoints and what a fresh connection to each finds (refused,
+// a TLS refusal, or reachable: no quorum); it is never a refusal, and its
+// outcome is unknown (the write may have been committed). A Claim whose outcome is unknown
 // holds no keep-alive, so its claim key expires within the TTL.
 package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +64,7 @@ import (
 type Ledger struct {
 	cfg    Config
 	cli    *clientv3.Client
+	tls    *tls.Config // nil: plain text
 	runs   string // <prefix>/runs/
 	claims string // <prefix>/claims/
 	ttl    int64  // claim lease TTL in seconds
@@ -102,6 +105,7 @@ func Open(cfg Config) (*Ledger, error) {
 	return &Ledger{
 		cfg:    cfg,
 		cli:    cli,
+		tls:    tc,
 		runs:   cfg.Prefix + "/runs/",
 		claims: cfg.Prefix + "/claims/",
 		ttl:    cfg.ttlSeconds(),
@@ -133,12 +137,14 @@ func (l *Ledger) fail(op, run string, err error) error {
 		where += ": " + op
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: no answer within %s (the cluster is unreachable, has no quorum, or refuses this client): %w", where, l.cfg.Timeout, err)
+		return fmt.Errorf("%s: no answer within %s (the cluster is unreachable, has no quorum, or refuses this client; %s): %w",
+			where, l.cfg.Timeout, l.diagnose(diagnoseBudget(l.cfg.Timeout)), err)
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }
 
-// begin bounds ctx by the ledger's timeout.
+// begin bounds ctx by the ledger's timeout, less the part kept to diagnose
+// a call that got no answer.
 func (l *Ledger) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	l.mu.Lock()
 	closed := l.closed
@@ -146,7 +152,7 @@ func (l *Ledger) begin(ctx context.Context) (context.Context, context.CancelFunc
 	if closed {
 		return nil, nil, errClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout-diagnoseBudget(l.cfg.Timeout))
 	return ctx, cancel, nil
 }
 
