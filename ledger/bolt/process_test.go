@@ -241,7 +241,7 @@ func TestSIGKILLLeavesFileConsistent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(sd, 1))
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	committed := map[string]string{} // run → last "FENCE GENERATION STATE" printed
-	fences := map[string]uint64{}     // run → fence seen after the last trial
+	fences := map[string]uint64{}    // run → fence seen after the last trial
 	for trial := range trials {
 		selfKill := trial%2 == 1
 		k := 1 + rng.IntN(30)
