@@ -250,7 +250,8 @@ type Ledger interface {
 	// record is an error matching ErrNotFound.
 	Get(ctx context.Context, run string) (Record, error)
 
-	// List returns every record, purged ones included, sorted by run id.
+	// List returns every record, purged ones included, sorted by run id
+	// (the CLI's `runs` leaves purged ones out).
 	List(ctx context.Context) ([]Record, error)
 
 	// Suspended records a new generation written by a suspend and returns
@@ -276,7 +277,8 @@ type Ledger interface {
 	// container and returns it. Already live with this fence and this
 	// container: no change (a retried Live). Anything else — another fence,
 	// or no longer resuming — is ErrClaimConflict: the caller deletes its
-	// container.
+	// container. The container is not compared with the one the claim's
+	// holder named: the fence alone identifies the claim.
 	Live(ctx context.Context, run string, fence uint64, container Container) (Record, error)
 
 	// Release moves a resuming record with this fence back to suspended at
