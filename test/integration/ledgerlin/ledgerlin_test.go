@@ -1,0 +1,184 @@
+package ledgerlin
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+	"github.com/sandbox-resume/sandbox-resume/ledger/fake"
+)
+
+// drive runs clients workloads of transitions each on runs against l.
+func drive(t *testing.T, l ledger.Ledger, clients, transitions int, runs []string) []Op {
+	h := NewHistory(nil)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			Workload{Client: i, Runs: runs, Transitions: transitions, Seed: 17}.Run(context.Background(), l, h)
+		})
+	}
+	wg.Wait()
+	return h.Ops()
+}
+
+// TestFakeIsLinearizable: the in-memory fake, one mutex around Apply, is
+// linearizable under the workload.
+func TestFakeIsLinearizable(t *testing.T) {
+	ops := drive(t, fake.New(), 8, 150, []string{"r0", "r1", "r2"})
+	st := Count(ops)
+	t.Logf("fake: %s", st)
+	if st.Transitions < 1000 || st.Succeeded < 300 || st.Refused < 100 {
+		t.Fatalf("the workload is too thin: %s", st)
+	}
+	res, path, err := Check(ops, time.Minute, t.TempDir())
+	if res != porcupine.Ok {
+		t.Fatalf("fake ledger: %s (%s %v)", res, path, err)
+	}
+}
+
+// racy is a broken ledger: read, Apply and write without holding the lock
+// across them (a compare-and-swap without the compare).
+type racy struct {
+	*fake.Ledger
+	mu      sync.Mutex
+	records map[string]ledger.Record
+}
+
+func (r *racy) apply(op ledger.Op) (ledger.Record, error) {
+	r.mu.Lock()
+	cur, ok := r.records[op.RunID()]
+	r.mu.Unlock()
+	var p *ledger.Record
+	if ok {
+		p = &cur
+	}
+	runtime.Gosched()
+	next, changed, err := ledger.Apply(p, op, time.Now())
+	if err == nil && changed {
+		r.mu.Lock()
+		r.records[op.RunID()] = next
+		r.mu.Unlock()
+	}
+	return next, err
+}
+
+func (r *racy) Get(_ context.Context, run string) (ledger.Record, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.records[run]
+	if !ok {
+		return ledger.Record{}, ledger.ErrNotFound
+	}
+	return rec, nil
+}
+
+func (r *racy) Suspended(_ context.Context, req ledger.SuspendRequest) (ledger.Record, error) {
+	return r.apply(req)
+}
+
+func (r *racy) Claim(_ context.Context, req ledger.ClaimRequest) (ledger.Claim, error) {
+	rec, err := r.apply(ledger.ClaimOp{ClaimRequest: req})
+	if err != nil {
+		return nil, err
+	}
+	return ledger.NewClaim(r, rec, nil, nil), nil
+}
+
+func (r *racy) Live(_ context.Context, run string, fence uint64, c ledger.Container) (ledger.Record, error) {
+	return r.apply(ledger.LiveOp{Run: run, Fence: fence, Container: c})
+}
+
+func (r *racy) Release(_ context.Context, run string, fence uint64) (ledger.Record, error) {
+	return r.apply(ledger.ReleaseOp{Run: run, Fence: fence})
+}
+
+func (r *racy) Discard(_ context.Context, run string, force bool) (ledger.Record, error) {
+	return r.apply(ledger.DiscardOp{Run: run, Force: force})
+}
+
+func (r *racy) Purge(_ context.Context, run string) (ledger.Record, error) {
+	return r.apply(ledger.PurgeOp{Run: run})
+}
+
+// TestCheckerCatchesRacyLedger: the same workload on a ledger that skips
+// the compare of its compare-and-swap is not linearizable.
+func TestCheckerCatchesRacyLedger(t *testing.T) {
+	for attempt := range 3 {
+		ops := drive(t, &racy{Ledger: fake.New(), records: map[string]ledger.Record{}}, 8, 100, []string{"r0", "r1"})
+		res, _, _ := Check(ops, time.Minute, "")
+		t.Logf("attempt %d: %s: %s", attempt, Count(ops), res)
+		if res == porcupine.Illegal {
+			return
+		}
+	}
+	t.Fatal("the checker did not catch a ledger that skips its compare")
+}
+
+// TestModelRejects checks the model on small hand-made histories.
+func TestModelRejects(t *testing.T) {
+	ref := digest.FromString("ref")
+	ctr := ledger.Container{Host: "h", Namespace: "n", ID: "c"}
+	sus := ledger.SuspendRequest{Run: "r", Generation: 1, Ref: ref, Container: ctr, Created: created}
+	suspended := ledger.Record{Run: "r", Generation: 1, Ref: ref, State: ledger.StateSuspended, SuspendedBy: &ledger.SuspendedBy{Container: ctr, Created: created, Generation: 1}}
+	claim := func(i int) *ledger.ClaimRequest {
+		return &ledger.ClaimRequest{Run: "r", Generation: 1, Ref: ref, Holder: ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "n", ID: fmt.Sprint("x", i)}, PID: i}}
+	}
+	claimed := func(i int, fence uint64) *ledger.Record {
+		r := suspended.Clone()
+		r.State, r.Holder, r.Fence = ledger.StateResuming, &claim(i).Holder, fence
+		return &r
+	}
+	op := func(client int, in Input, out Output, call, ret int64) Op {
+		return Op{Client: client, Input: in, Output: out, Call: call, Return: ret}
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		want porcupine.CheckResult
+	}{
+		{"one claim", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 3),
+		}, porcupine.Ok},
+		{"two claims of one fence", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 5),
+			op(2, Input{Kind: KindClaim, Run: "r", Claim: claim(2)}, Output{Record: claimed(2, 1)}, 3, 6),
+		}, porcupine.Illegal},
+		{"a claim over a gone holder takes fence + 1", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 3),
+			op(2, Input{Kind: KindClaim, Run: "r", Claim: claim(2)}, Output{Record: claimed(2, 2)}, 4, 5),
+		}, porcupine.Ok},
+		{"a stale read", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindGet, Run: "r"}, Output{}, 2, 3),
+		}, porcupine.Illegal},
+		{"an unknown suspend seen later", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Unknown: true}, 0, 1),
+			op(1, Input{Kind: KindGet, Run: "r"}, Output{}, 2, 3),
+			op(1, Input{Kind: KindGet, Run: "r"}, Output{Found: true, Record: &suspended}, 4, 5),
+		}, porcupine.Ok},
+		{"an unknown suspend unseen, then seen, then unseen", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Unknown: true}, 0, 1),
+			op(1, Input{Kind: KindGet, Run: "r"}, Output{Found: true, Record: &suspended}, 2, 3),
+			op(1, Input{Kind: KindGet, Run: "r"}, Output{}, 4, 5),
+		}, porcupine.Illegal},
+		{"a refusal carrying another record", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Class: ledger.ClassClaimConflict, Record: claimed(1, 1)}, 2, 3),
+		}, porcupine.Illegal},
+	} {
+		res, _, _ := Check(tc.ops, 10*time.Second, "")
+		if res != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, res, tc.want)
+		}
+	}
+}
