@@ -65,9 +65,9 @@ type Ledger struct {
 	cfg    Config
 	cli    *clientv3.Client
 	tls    *tls.Config // nil: plain text
-	runs   string // <prefix>/runs/
-	claims string // <prefix>/claims/
-	ttl    int64  // claim lease TTL in seconds
+	runs   string      // <prefix>/runs/
+	claims string      // <prefix>/claims/
+	ttl    int64       // claim lease TTL in seconds
 	now    func() time.Time
 
 	base   context.Context // cancelled by Close: ends every keep-alive

@@ -229,8 +229,8 @@ func Model() porcupine.Model {
 			}
 			return out
 		},
-		Init: func() []any { return []any{state("")} },
-		Step: func(s, in, out any) []any { return step(s.(state), in.(Input), out.(Output)) },
+		Init:  func() []any { return []any{state("")} },
+		Step:  func(s, in, out any) []any { return step(s.(state), in.(Input), out.(Output)) },
 		Equal: func(a, b any) bool { return a.(state) == b.(state) },
 		DescribeOperation: func(in, out any) string {
 			return describe(in.(Input), out.(Output))
