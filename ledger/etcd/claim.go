@@ -14,6 +14,7 @@ import (
 type claim struct {
 	l        *Ledger
 	rec      ledger.Record
+	rev      int64 // the revision the Claim wrote: the record's and claim key's mod revision
 	replaced *ledger.Holder
 	lease    clientv3.LeaseID
 	stop     context.CancelFunc // ends the keep-alive
@@ -30,8 +31,9 @@ var _ ledger.Claim = (*claim)(nil)
 // when the lease expires, is revoked, or can no longer be renewed within
 // its TTL (the cluster unreachable or quorum-less): the claim is then lost,
 // unless Live or Release ended it first.
-func (l *Ledger) newClaim(res result, lease clientv3.LeaseID) *claim {
-	c := &claim{l: l, rec: res.next.Clone(), replaced: ledger.Replaced(res.before.rec), lease: lease, lost: make(chan struct{})}
+func (l *Ledger) newClaim(res result) *claim {
+	lease := res.newLease
+	c := &claim{l: l, rec: res.next.Clone(), rev: res.rev, replaced: ledger.Replaced(res.before.rec), lease: lease, lost: make(chan struct{})}
 	ctx, stop := context.WithCancel(l.base)
 	c.stop = stop
 	ka, err := l.cli.KeepAlive(ctx, lease)
@@ -56,11 +58,11 @@ func (c *claim) markLost() { c.lostOnce.Do(func() { close(c.lost) }) }
 
 // end stops the keep-alive and revokes the lease unless the transition that
 // ended the claim revoked it (best effort: it expires anyway).
-func (c *claim) end(ctx context.Context, revoked clientv3.LeaseID) {
+func (c *claim) end(revoked clientv3.LeaseID) {
 	c.ended = true
 	c.stop()
 	if revoked != c.lease {
-		c.l.revoke(ctx, c.lease)
+		c.l.revoke(c.lease)
 	}
 }
 
@@ -90,13 +92,19 @@ func (c *claim) Lost() <-chan struct{} { return c.lost }
 func (c *claim) Live(ctx context.Context, container ledger.Container) (ledger.Record, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	res, err := c.l.live(ctx, c.rec.Run, c.rec.Fence, container)
+	var res result
+	var err error
+	if c.ended {
+		res, err = c.l.live(ctx, c.rec.Run, c.rec.Fence, container) // a retried Live
+	} else {
+		res, err = c.l.liveFast(ctx, c.rec, c.rev, container)
+	}
 	var le *ledger.Error
 	switch {
 	case err == nil:
-		c.end(ctx, res.revoke)
+		c.end(res.revoke)
 	case errors.As(err, &le):
-		c.end(ctx, res.revoke)
+		c.end(res.revoke)
 		c.markLost()
 	}
 	return res.next, err
@@ -110,7 +118,7 @@ func (c *claim) Release(ctx context.Context) error {
 	defer c.mu.Unlock()
 	res, err := c.l.release(ctx, c.rec.Run, c.rec.Fence)
 	if err == nil {
-		c.end(ctx, res.revoke)
+		c.end(res.revoke)
 	}
 	return err
 }

@@ -75,6 +75,7 @@ type Ledger struct {
 
 	mu     sync.Mutex
 	closed bool
+	bg     sync.WaitGroup // background lease revocations
 }
 
 var _ ledger.Ledger = (*Ledger)(nil)
@@ -227,9 +228,9 @@ type result struct {
 // transition runs op on run: read, ledger.Apply, and a transaction comparing
 // both keys' mod revisions, retried while another writer came first. prepare
 // turns the snapshot into the op (Claim's judgement of a gone holder, Live's
-// check of its claim key); lease is the lease a resuming next binds the
-// claim key to.
-func (l *Ledger) transition(ctx context.Context, run string, prepare func(snapshot) (ledger.Op, error), lease clientv3.LeaseID) (result, error) {
+// check of its claim key); lease returns the lease a resuming next binds the
+// claim key to (nil: the op never makes one).
+func (l *Ledger) transition(ctx context.Context, run string, prepare func(snapshot) (ledger.Op, error), lease func() (clientv3.LeaseID, error)) (result, error) {
 	for {
 		s, err := l.read(ctx, run)
 		if err != nil {
@@ -257,9 +258,13 @@ func (l *Ledger) transition(ctx context.Context, run string, prepare func(snapsh
 			res.revoke = s.lease
 		}
 		if next.State == ledger.StateResuming {
+			id, err := lease()
+			if err != nil {
+				return result{}, err
+			}
 			cv, _ := json.Marshal(claimValue{Fence: next.Fence})
-			ops = append(ops, clientv3.OpPut(claimKey, string(cv), clientv3.WithLease(lease)))
-			res.newLease = lease
+			ops = append(ops, clientv3.OpPut(claimKey, string(cv), clientv3.WithLease(id)))
+			res.newLease = id
 		}
 		resp, err := l.cli.Txn(ctx).If(
 			clientv3.Compare(clientv3.ModRevision(runKey), "=", s.recRev),
@@ -276,15 +281,23 @@ func (l *Ledger) transition(ctx context.Context, run string, prepare func(snapsh
 	}
 }
 
-// revoke revokes a lease whose claim key a transition deleted, best effort:
-// the key is gone already; the lease would expire within its TTL.
-func (l *Ledger) revoke(ctx context.Context, id clientv3.LeaseID) {
+// revoke revokes a lease in the background, best effort: its claim key is
+// gone already (or was never written), and the lease would expire within
+// its TTL anyway. Close waits for it (at most Config.Timeout).
+func (l *Ledger) revoke(id clientv3.LeaseID) {
 	if id == clientv3.NoLease {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-	defer cancel()
-	_, _ = l.cli.Revoke(ctx, id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+		defer cancel()
+		_, _ = l.cli.Revoke(ctx, id)
+	})
 }
 
 // apply runs a transition that needs no lease and returns the record after
@@ -302,11 +315,11 @@ func (l *Ledger) applyResult(ctx context.Context, op ledger.Op) (result, error) 
 		return result{}, l.fail(ledger.OpName(op), op.RunID(), err)
 	}
 	defer cancel()
-	res, err := l.transition(ctx, op.RunID(), func(snapshot) (ledger.Op, error) { return op, nil }, clientv3.NoLease)
+	res, err := l.transition(ctx, op.RunID(), func(snapshot) (ledger.Op, error) { return op, nil }, nil)
 	if err != nil {
 		return res, l.classify(ledger.OpName(op), op.RunID(), err)
 	}
-	l.revoke(ctx, res.revoke)
+	l.revoke(res.revoke)
 	return res, nil
 }
 
@@ -379,13 +392,13 @@ func (l *Ledger) Suspended(ctx context.Context, req ledger.SuspendRequest) (ledg
 	return l.apply(ctx, req)
 }
 
-// Claim is ledger.Ledger.Claim. It grants a lease of Config.ClaimTTL, and in
-// one transaction moves the record to resuming with fence + 1 and writes the
-// claim key bound to that lease; the returned handle keeps the lease alive
-// until Live or Release, and closes Lost when it expires. A resuming record
-// is taken only when its claim key is gone (req.GoneHolder is ignored).
-// Refusals are those of ledger.Apply; a refused or failed Claim revokes its
-// lease.
+// Claim is ledger.Ledger.Claim. It grants a lease of Config.ClaimTTL
+// (while it reads the record), and in one transaction moves the record to
+// resuming with fence + 1 and writes the claim key bound to that lease; the
+// returned handle keeps the lease alive until Live or Release, and closes
+// Lost when it expires. A resuming record is taken only when its claim key
+// is gone (req.GoneHolder is ignored). Refusals are those of ledger.Apply;
+// the lease of a refused Claim is revoked.
 func (l *Ledger) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Claim, error) {
 	ctx, cancel, err := l.begin(ctx)
 	if err != nil {
@@ -396,29 +409,60 @@ func (l *Ledger) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Cla
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		grant, err := l.cli.Grant(ctx, l.ttl)
-		if err != nil {
-			return nil, l.fail("claim", req.Run, fmt.Errorf("grant a lease of %d s: %w", l.ttl, err))
-		}
-		lease := grant.ID
+		g := l.grant(ctx)
 		res, err := l.transition(ctx, req.Run, func(s snapshot) (ledger.Op, error) {
 			return ledger.ClaimOp{ClaimRequest: req, HolderGone: s.holderGone()}, nil
-		}, lease)
-		if err != nil {
-			if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt < 2 {
-				continue // the lease expired before the transaction: a new one
-			}
-			var le *ledger.Error
-			if errors.As(err, &le) {
-				l.revoke(ctx, lease)
-			}
-			// On a storage error the outcome is unknown: the lease, never
-			// kept alive, expires within the TTL.
-			return nil, l.classify("claim", req.Run, err)
+		}, g.wait)
+		if err == nil {
+			return l.newClaim(res), nil
 		}
-		l.revoke(ctx, res.revoke)
-		return l.newClaim(res, lease), nil
+		var le *ledger.Error
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt < 2:
+			continue // the lease expired before the transaction: a new one
+		case errors.As(err, &le):
+			g.discard()
+		}
+		// On a storage error the outcome is unknown: the lease, never kept
+		// alive, expires within the TTL.
+		return nil, l.classify("claim", req.Run, err)
 	}
+}
+
+// pendingLease is a lease being granted while the record is read.
+type pendingLease struct {
+	l    *Ledger
+	done chan struct{}
+	id   clientv3.LeaseID
+	err  error
+}
+
+func (l *Ledger) grant(ctx context.Context) *pendingLease {
+	g := &pendingLease{l: l, done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		resp, err := l.cli.Grant(ctx, l.ttl)
+		if err != nil {
+			g.err = fmt.Errorf("grant a lease of %d s: %w", l.ttl, err)
+			return
+		}
+		g.id = resp.ID
+	}()
+	return g
+}
+
+func (g *pendingLease) wait() (clientv3.LeaseID, error) {
+	<-g.done
+	return g.id, g.err
+}
+
+// discard revokes the lease once granted (in the background).
+func (g *pendingLease) discard() {
+	go func() {
+		if id, err := g.wait(); err == nil {
+			g.l.revoke(id)
+		}
+	}()
 }
 
 // Live is ledger.Ledger.Live. Beyond ledger.Apply's rows, a resuming record
@@ -448,12 +492,44 @@ func (l *Ledger) live(ctx context.Context, run string, fence uint64, container l
 			}
 		}
 		return op, nil
-	}, clientv3.NoLease)
+	}, nil)
 	if err != nil {
 		return res, l.classify("live", run, err)
 	}
-	l.revoke(ctx, res.revoke)
+	l.revoke(res.revoke)
 	return res, nil
+}
+
+// liveFast is the Live of a claim that knows the revision its Claim wrote:
+// while the record and the claim key are unchanged since (both mod
+// revisions equal rev), the record is the claim's and Live needs no read —
+// one transaction. Otherwise it is live.
+func (l *Ledger) liveFast(ctx context.Context, claimed ledger.Record, rev int64, container ledger.Container) (result, error) {
+	op := ledger.LiveOp{Run: claimed.Run, Fence: claimed.Fence, Container: container}
+	next, changed, err := ledger.Apply(&claimed, op, l.now())
+	if err == nil && changed && rev != 0 {
+		cctx, cancel, err := l.begin(ctx)
+		if err != nil {
+			return result{}, l.fail("live", claimed.Run, err)
+		}
+		defer cancel()
+		val, err := json.Marshal(next)
+		if err != nil {
+			return result{}, err
+		}
+		runKey, claimKey := l.RunKey(claimed.Run), l.ClaimKey(claimed.Run)
+		resp, err := l.cli.Txn(cctx).If(
+			clientv3.Compare(clientv3.ModRevision(runKey), "=", rev),
+			clientv3.Compare(clientv3.ModRevision(claimKey), "=", rev),
+		).Then(clientv3.OpPut(runKey, string(val)), clientv3.OpDelete(claimKey)).Commit()
+		if err != nil {
+			return result{}, l.fail("live", claimed.Run, err)
+		}
+		if resp.Succeeded {
+			return result{next: next, changed: true, rev: resp.Header.Revision}, nil
+		}
+	}
+	return l.live(ctx, claimed.Run, claimed.Fence, container)
 }
 
 // Release is ledger.Ledger.Release: a resuming record with this fence goes
@@ -475,8 +551,10 @@ func (l *Ledger) Purge(ctx context.Context, run string) (ledger.Record, error) {
 	return l.apply(ctx, ledger.PurgeOp{Run: run})
 }
 
-// Close stops every claim's keep-alive (their leases then expire within the
-// TTL: Release claims before Close) and closes the client; later calls fail.
+// Close waits for the lease revocations still in flight (each at most
+// Config.Timeout), stops every claim's keep-alive (their leases then expire
+// within the TTL: Release claims before Close) and closes the client; later
+// calls fail.
 func (l *Ledger) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -485,6 +563,7 @@ func (l *Ledger) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	l.bg.Wait()
 	l.cancel()
 	return l.cli.Close()
 }
