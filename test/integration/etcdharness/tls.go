@@ -30,9 +30,10 @@ type TLSFiles struct {
 	// ClientCert and ClientKey are a client certificate the cluster
 	// accepts.
 	ClientCert, ClientKey string
-	// OtherCA is a CA the cluster does not trust; OtherClientCert and
-	// OtherClientKey are a client certificate it signed.
-	OtherCA                         string
+	// OtherCA is a CA the cluster does not trust.
+	OtherCA string
+	// OtherClientCert and OtherClientKey are a client certificate OtherCA
+	// signed, which the cluster refuses.
 	OtherClientCert, OtherClientKey string
 }
 

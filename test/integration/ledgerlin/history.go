@@ -29,9 +29,10 @@ type Op struct {
 	Input Input `json:"input"`
 	// Output is its result.
 	Output Output `json:"output"`
-	// Call and Return are the invocation and return times (Unix ns); an
-	// unknown outcome's Return is unbounded in the check.
-	Call   int64 `json:"call"`
+	// Call is the invocation time (Unix ns).
+	Call int64 `json:"call"`
+	// Return is the return time (Unix ns); an unknown outcome's Return is
+	// unbounded in the check (0 when its client was killed during it).
 	Return int64 `json:"return"`
 }
 
@@ -124,7 +125,12 @@ func ReadOps(r io.Reader) ([]Op, error) {
 
 // Stats counts a history's calls by outcome.
 type Stats struct {
-	Calls, Transitions, Succeeded, Refused, Unknown int
+	// Calls counts every call, Gets included.
+	Calls int
+	// Transitions counts the calls other than Get.
+	Transitions int
+	// Succeeded, Refused and Unknown split Transitions by outcome.
+	Succeeded, Refused, Unknown int
 	// Overlapping counts the calls that were in flight while a call of
 	// another client was: the concurrency the check had to untangle.
 	Overlapping int
