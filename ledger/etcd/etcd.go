@@ -25,10 +25,13 @@
 // the lease expired (the resumer stopped keeping it alive for a TTL) or was
 // revoked. ClaimRequest.GoneHolder is ignored. The transaction that leaves
 // resuming (Live, Release, Discard with force, a Claim from a gone holder)
-// deletes the claim key and the lease is then revoked; Claim writes the key
-// with the new lease. A Live whose claim key is gone is refused
+// deletes the claim key, and the lease is then revoked in the background
+// (Close waits for it); Claim writes the key with the new lease, granted
+// while the record is read. A Live whose claim key is gone is refused
 // (ledger.ErrClaimConflict): the claim was lost and another host may claim
-// the run.
+// the run. A Claim handle's Live is one transaction that compares both mod
+// revisions with the revision its Claim wrote, and reads only when they
+// changed.
 //
 // Fences are as in every backend: each Claim writes the record's fence + 1
 // (ledger.Apply).
@@ -39,8 +42,9 @@
 // unreachable, has no quorum, or refuses the TLS client) returns an error
 // naming the endpoints and what a fresh connection to each finds (refused,
 // a TLS refusal, or reachable: no quorum); it is never a refusal, and its
-// outcome is unknown (the write may have been committed). A Claim whose outcome is unknown
-// holds no keep-alive, so its claim key expires within the TTL.
+// outcome is unknown (the write may have been committed). A Claim whose
+// outcome is unknown holds no keep-alive, so its claim key expires within
+// the TTL.
 package etcd
 
 import (
