@@ -189,8 +189,10 @@ func TestLostClaimKeepAliveStopped(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("B claimed %s after A's member was paused", time.Since(paused).Round(time.Millisecond))
-	if since := time.Since(paused); since < shortTTL-200*time.Millisecond {
-		t.Fatalf("B claimed %s after the pause, before the TTL %s", since, shortTTL)
+	// A's last keep-alive came at most TTL/3 before the pause: its claim
+	// holds for at least about two thirds of the TTL after it.
+	if since := time.Since(paused); since < shortTTL/2 {
+		t.Fatalf("B claimed %s after the pause, while A's lease (TTL %s) was alive", since, shortTTL)
 	}
 	t.Logf("A's Lost closed %s later", waitLost(t, ca, 3*shortTTL))
 	c.Resume(t, pinned)
