@@ -13,7 +13,7 @@ import (
 // parseCoreText decodes text strictly and runs ParseCore on the root.
 func parseCoreText(t *testing.T, text string) (Core, error) {
 	t.Helper()
-	n, rs := Decode([]byte(text), false)
+	n, rs := decode([]byte(text), false)
 	if len(rs) > 0 {
 		t.Fatalf("test input does not decode: %v", rs)
 	}
@@ -105,7 +105,7 @@ func TestParseCoreRefuses(t *testing.T) {
 		})
 	}
 	// Pointers are those of the file: under a signed wrapper they start at /manifest.
-	n, _ := Decode([]byte(`{"manifest":{"extra":1,`+img+`,`+sch+`}}`), false)
+	n, _ := decode([]byte(`{"manifest":{"extra":1,`+img+`,`+sch+`}}`), false)
 	_, err := ParseCore(n.Get("manifest"))
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Refusals[0].Pointer != "/manifest/extra" {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // Wrapper member names of the signed documents (DESIGN "Signed documents").
@@ -46,7 +48,7 @@ type Signature struct {
 // reports that.
 type SignedDocument struct {
 	Member     string
-	Inner      *Node
+	Inner      *strictjson.Node
 	Canonical  []byte
 	Signatures []Signature
 }
@@ -65,12 +67,12 @@ type SignedDocument struct {
 // Verify reports it (ErrSignature). Source of the error is empty; ReadSigned
 // fills it with the file name.
 func ParseSigned(data []byte, member string) (*SignedDocument, error) {
-	root, refusals := Decode(data, false)
+	root, refusals := decode(data, false)
 	if len(refusals) > 0 {
 		SortRefusals(refusals)
 		return nil, &RefusedError{Refusals: refusals}
 	}
-	if root == nil || root.Kind != KindObject {
+	if root == nil || root.Kind != strictjson.KindObject {
 		return nil, &RefusedError{Refusals: []Refusal{{Pointer: "", Class: ClassSyntax, Message: "the top level must be an object"}}}
 	}
 	var rs []Refusal
@@ -80,20 +82,20 @@ func ParseSigned(data []byte, member string) (*SignedDocument, error) {
 	doc := &SignedDocument{Member: member}
 	for _, m := range root.Members {
 		if m.Name != member && m.Name != SignedMemberSignatures {
-			refuse(Pointer("", m.Name), ClassUnknownProperty, "unknown member %q in a signed %s wrapper (allowed: %q, %q)", m.Name, member, member, SignedMemberSignatures)
+			refuse(strictjson.Pointer("", m.Name), ClassUnknownProperty, "unknown member %q in a signed %s wrapper (allowed: %q, %q)", m.Name, member, member, SignedMemberSignatures)
 		}
 	}
 	inner := root.Get(member)
 	switch {
 	case inner == nil:
-		refuse(Pointer("", member), ClassMissing, "a signed %s wrapper needs an object %q", member, member)
-	case inner.Kind != KindObject:
+		refuse(strictjson.Pointer("", member), ClassMissing, "a signed %s wrapper needs an object %q", member, member)
+	case inner.Kind != strictjson.KindObject:
 		refuse(inner.Pointer, ClassInvalidValue, "%q must be an object, not %s", member, inner.Kind)
 	default:
 		doc.Inner = inner
 	}
 	if sigs := root.Get(SignedMemberSignatures); sigs != nil {
-		if sigs.Kind != KindArray {
+		if sigs.Kind != strictjson.KindArray {
 			refuse(sigs.Pointer, ClassInvalidValue, "%q must be an array, not %s", SignedMemberSignatures, sigs.Kind)
 		} else {
 			for _, e := range sigs.Elems {
@@ -117,15 +119,15 @@ func ParseSigned(data []byte, member string) (*SignedDocument, error) {
 
 // parseSignatureEntry checks one "signatures" element: an object with
 // exactly the string members "keyid" and "sig".
-func parseSignatureEntry(e *Node, refuse func(string, Class, string, ...any)) (Signature, bool) {
-	if e.Kind != KindObject {
+func parseSignatureEntry(e *strictjson.Node, refuse func(string, Class, string, ...any)) (Signature, bool) {
+	if e.Kind != strictjson.KindObject {
 		refuse(e.Pointer, ClassInvalidValue, "a signature entry must be an object, not %s", e.Kind)
 		return Signature{}, false
 	}
 	ok := true
 	for _, m := range e.Members {
 		if m.Name != "keyid" && m.Name != "sig" {
-			refuse(Pointer(e.Pointer, m.Name), ClassUnknownProperty, "unknown member %q in a signature entry (allowed: \"keyid\", \"sig\")", m.Name)
+			refuse(strictjson.Pointer(e.Pointer, m.Name), ClassUnknownProperty, "unknown member %q in a signature entry (allowed: \"keyid\", \"sig\")", m.Name)
 			ok = false
 		}
 	}
@@ -137,9 +139,9 @@ func parseSignatureEntry(e *Node, refuse func(string, Class, string, ...any)) (S
 		v := e.Get(f.name)
 		switch {
 		case v == nil:
-			refuse(Pointer(e.Pointer, f.name), ClassMissing, "a signature entry needs a string %q", f.name)
+			refuse(strictjson.Pointer(e.Pointer, f.name), ClassMissing, "a signature entry needs a string %q", f.name)
 			ok = false
-		case v.Kind != KindString:
+		case v.Kind != strictjson.KindString:
 			refuse(v.Pointer, ClassInvalidValue, "%q must be a string, not %s", f.name, v.Kind)
 			ok = false
 		default:

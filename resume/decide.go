@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -131,7 +132,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 			class = ce.Class
 		}
 		v.Class = class
-		v.ExitCode = class.ExitCode()
+		v.ExitCode = class.Code()
 		v.Checks = append(v.Checks, CheckResult{Name: st.name, Result: ResultFail, Detail: failDetail(err)})
 	}
 	v.Refusals = s.refusals
@@ -146,7 +147,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 	}
 	if failed == "" {
 		v.Accepted = true
-		v.ExitCode = ExitOK
+		v.ExitCode = exitcode.OK
 	}
 	return v
 }

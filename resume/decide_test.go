@@ -15,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -22,7 +23,7 @@ import (
 func TestDecideAccepted(t *testing.T) {
 	fx := newFixture(t, baseConfig)
 	v := fx.decide()
-	wantVerdict(t, v, resume.ExitOK, "", "")
+	wantVerdict(t, v, exitcode.OK, "", "")
 	if len(v.Refusals) != 0 || len(v.Drift) != 0 {
 		t.Errorf("refusals %v drift %v, want none", v.Refusals, v.Drift)
 	}
@@ -31,7 +32,7 @@ func TestDecideAccepted(t *testing.T) {
 	fx.config = `{"remoteUser":"vscode","mounts":[{"type":"volume","target":"/cache","source":"cache"}],
 		"containerEnv":{"A":"1","LANG":"C.UTF-8"}, /* moved */ "image":"docker.io/library/busybox:1",
 		"features":{"ghcr.io/devcontainers/features/node:1":{"version":"20"}}}`
-	wantVerdict(t, fx.decide(), resume.ExitOK, "", "")
+	wantVerdict(t, fx.decide(), exitcode.OK, "", "")
 }
 
 // rawWrapper edits a signed ref file as generic JSON.
@@ -498,7 +499,7 @@ func TestDecideInternal(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := resume.Decide(ctx, tt.facts, tt.claims, fx.request(fx.signed()))
-			wantVerdict(t, v, resume.ExitInternal, resume.ClassInternal, tt.failAt)
+			wantVerdict(t, v, exitcode.Internal, resume.ClassInternal, tt.failAt)
 		})
 	}
 }
@@ -513,14 +514,14 @@ func TestVerifyRef(t *testing.T) {
 		t.Errorf("ref %s %s, want %s %s", r.Run, r.Manifest, testRun, fx.ref.Manifest)
 	}
 	_, err = resume.VerifyRef(fx.signed(), envmanifest.NewKeyRing())
-	code, class, ok := resume.Classify(err)
-	if code != 6 || class != string(resume.ClassUntrusted) || !ok || !errors.Is(err, envmanifest.ErrSignature) {
-		t.Errorf("untrusted: %v → %d %s %t", err, code, class, ok)
+	var ce *resume.CheckError
+	if !errors.As(err, &ce) || ce.Class != resume.ClassUntrusted || !errors.Is(err, envmanifest.ErrSignature) {
+		t.Errorf("untrusted: %v", err)
 	}
 	_, err = resume.VerifyRef([]byte("{"), fx.trust)
 	var re *envmanifest.RefusedError
-	if code, _, _ := resume.Classify(err); code != 2 || !errors.As(err, &re) {
-		t.Errorf("bad input: %v → %d", err, code)
+	if !errors.As(err, &ce) || ce.Class != resume.ClassBadInput || !errors.As(err, &re) {
+		t.Errorf("bad input: %v", err)
 	}
 }
 
@@ -545,9 +546,6 @@ func TestLoadRequest(t *testing.T) {
 		if !errors.As(err, &ie) {
 			t.Errorf("LoadRequest%v: %v, want an *InputError", args, err)
 			continue
-		}
-		if code, class, _ := resume.Classify(err); code != 2 || class != "bad-input" {
-			t.Errorf("LoadRequest%v: classified %d %s, want 2 bad-input", args, code, class)
 		}
 		if !strings.Contains(err.Error(), ie.Path) {
 			t.Errorf("error %q does not name %s", err, ie.Path)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -172,7 +173,7 @@ func ContainerEnv(core *envmanifest.Core) (env, notApplied []string) {
 	for _, k := range keys {
 		v := core.ContainerEnv[k]
 		if strings.Contains(v, "${") {
-			notApplied = append(notApplied, envmanifest.Pointer("/containerEnv", k))
+			notApplied = append(notApplied, strictjson.Pointer("/containerEnv", k))
 			continue
 		}
 		env = append(env, k+"="+v)
@@ -261,7 +262,7 @@ func Resume(ctx context.Context, facts Facts, claims Claims, m Materializer, req
 		}
 	}
 	if err != nil {
-		v.Accepted, v.Class, v.ExitCode = false, class, class.ExitCode()
+		v.Accepted, v.Class, v.ExitCode = false, class, class.Code()
 		v.Materialize = &CheckResult{Name: CheckMaterialize, Result: ResultFail, Detail: err.Error()}
 		return v
 	}

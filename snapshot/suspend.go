@@ -17,8 +17,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
-// Errors of Suspend; the CLI maps them to exit codes through
-// resume.Classify.
+// Errors of Suspend; each carries a class (internal/exitcode) that the CLI
+// maps to an exit code.
 var (
 	// ErrMismatch: the declaration does not describe the container (its
 	// snapshot's parent is not the chain of the image the manifest names,

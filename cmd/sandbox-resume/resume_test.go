@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
@@ -54,7 +55,7 @@ func TestResumeCmdUsage(t *testing.T) {
 		{[]string{"resume", "--check", "--bogus"}, "unknown flag"},
 	} {
 		code, out, stderr := resumeRun(t, tt.args...)
-		if code != resume.ExitUsage || !strings.Contains(stderr, tt.want) || out != "" {
+		if code != exitcode.Usage || !strings.Contains(stderr, tt.want) || out != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 64 and %q", tt.args, code, out, stderr, tt.want)
 		}
 	}

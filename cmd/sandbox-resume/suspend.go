@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -50,11 +50,11 @@ Rerunning with the same --run completes an interrupted suspend.`,
 			}
 			key, err := envmanifest.LoadPrivateKey(o.key)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+				return &exitError{class: exitcode.ClassBadInput, err: err}
 			}
 			policy, err := envmanifest.LoadPolicy(o.policy)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+				return &exitError{class: exitcode.ClassBadInput, err: err}
 			}
 			ctx := cmd.Context()
 			rt, err := g.connect(ctx)

@@ -23,6 +23,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -396,13 +397,13 @@ func TestResumeBitFlips(t *testing.T) {
 			switch {
 			case same && v.ExitCode != 0:
 				t.Errorf("byte %d bit %d: the same inner object refused: %s %s", i, bit, v.Class, v.Failed().Detail)
-			case !same && v.ExitCode != resume.ExitRefused && v.ExitCode != resume.ExitUntrusted:
+			case !same && v.ExitCode != exitcode.Refused && v.ExitCode != exitcode.Untrusted:
 				t.Errorf("byte %d bit %d: exit %d (%s), want 2 or 6", i, bit, v.ExitCode, v.Class)
 			}
 		}
 	}
 	t.Logf("%d flips: exit codes %v", len(file)*8, counts)
-	if counts[resume.ExitUntrusted] == 0 || counts[resume.ExitRefused] == 0 {
+	if counts[exitcode.Untrusted] == 0 || counts[exitcode.Refused] == 0 {
 		t.Errorf("flips did not reach both refusals: %v", counts)
 	}
 }
