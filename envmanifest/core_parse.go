@@ -11,6 +11,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/gowebpki/jcs"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -45,7 +46,7 @@ func ParseCoreCanonical(n *strictjson.Node) (Core, []byte, error) {
 }
 
 // parseCore is ParseCoreCanonical; canonical, when not nil, is the already
-// computed JCS of n.Raw (a SignedDocument's Canonical), saving a JCS pass.
+// computed JCS of n.Raw (an envelope.Document's Canonical), saving a JCS pass.
 func parseCore(n *strictjson.Node, canonical []byte) (Core, []byte, error) {
 	var c Core
 	var rs []Refusal
@@ -335,11 +336,12 @@ type VerifiedManifest struct {
 }
 
 // VerifySignedManifest checks a signed manifest file's bytes in the order
-// of resume's checks 1–3 (DESIGN "Signed documents", "Resume decision"):
-// ParseSigned with member "manifest" (*RefusedError, exit 2), Verify against
-// trust (ErrSignature, exit 6), then ParseCore (*RefusedError, exit 2).
-func VerifySignedManifest(data []byte, trust *KeyRing) (*VerifiedManifest, error) {
-	doc, err := ParseSigned(data, SignedMemberManifest)
+// of resume's checks 1–3 (docs/design.md "Signed documents", "Resume
+// decision"): ParseSigned with member "manifest" (*RefusedError), Verify
+// against trust (wrapping envelope.ErrSignature), then ParseCore
+// (*RefusedError).
+func VerifySignedManifest(data []byte, trust *envelope.KeyRing) (*VerifiedManifest, error) {
+	doc, err := ParseSigned(data, envelope.MemberManifest)
 	if err != nil {
 		return nil, err
 	}
@@ -347,9 +349,9 @@ func VerifySignedManifest(data []byte, trust *KeyRing) (*VerifiedManifest, error
 }
 
 // VerifySignedManifestFile is VerifySignedManifest on the file at path;
-// refusals carry path as their Source, and a missing file is refused (2).
-func VerifySignedManifestFile(path string, trust *KeyRing) (*VerifiedManifest, error) {
-	doc, err := ReadSigned(path, SignedMemberManifest)
+// refusals carry path as their Source, and a missing file is refused.
+func VerifySignedManifestFile(path string, trust *envelope.KeyRing) (*VerifiedManifest, error) {
+	doc, err := ReadSigned(path, envelope.MemberManifest)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +367,7 @@ func VerifySignedManifestFile(path string, trust *KeyRing) (*VerifiedManifest, e
 	return vm, nil
 }
 
-func verifyManifestDoc(doc *SignedDocument, trust *KeyRing) (*VerifiedManifest, error) {
+func verifyManifestDoc(doc *envelope.Document, trust *envelope.KeyRing) (*VerifiedManifest, error) {
 	ids, err := doc.VerifiedBy(trust)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // parseCoreText decodes text strictly and runs ParseCore on the root.
@@ -118,10 +120,10 @@ func TestParseCoreRefuses(t *testing.T) {
 // accept whatever ingestion writes, with the same address.
 func TestSignVerifyIngested(t *testing.T) {
 	k := signTestKey(t)
-	ring := NewKeyRing(signTestPub(k))
+	ring := envelope.NewKeyRing(signTestPub(k))
 	check := func(t *testing.T, name string, canonical []byte, address string) {
 		t.Helper()
-		file, err := Sign(SignedMemberManifest, canonical, k)
+		file, err := envelope.Sign(envelope.MemberManifest, canonical, k)
 		if err != nil {
 			t.Fatalf("%s: sign: %v", name, err)
 		}

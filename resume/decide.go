@@ -11,6 +11,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -31,7 +32,7 @@ type Request struct {
 	Config     []byte
 	ConfigPath string
 	Lockfile   string
-	Trust      *envmanifest.KeyRing
+	Trust      *envelope.KeyRing
 }
 
 // InputError is a file named on the command line that cannot be read (it
@@ -46,13 +47,13 @@ type InputError struct {
 // Error renders "<path>: <cause>".
 func (e *InputError) Error() string { return e.Path + ": " + e.Err.Error() }
 
-// Unwrap returns the cause (an *fs.PathError, an envmanifest.LoadTrust
+// Unwrap returns the cause (an *fs.PathError, an envelope.LoadTrust
 // error, …).
 func (e *InputError) Unwrap() error { return e.Err }
 
 // LoadRequest reads the files of `resume --ref REF --config CONFIG --trust
 // TRUST [--lockfile LOCKFILE]` into a Request: the ref file and the config
-// file as bytes, the trusted keys with envmanifest.LoadTrust (a PKIX PEM
+// file as bytes, the trusted keys with envelope.LoadTrust (a PKIX PEM
 // file or a directory of them). The lockfile is not read here: ingestion
 // reads it (check 5), so that a missing lockfile is a refusal in the
 // verdict. Errors are *InputError naming the file.
@@ -65,7 +66,7 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 	if err != nil {
 		return Request{}, &InputError{Path: configPath, Err: err}
 	}
-	trust, err := envmanifest.LoadTrust(trustPath)
+	trust, err := envelope.LoadTrust(trustPath)
 	if err != nil {
 		return Request{}, &InputError{Path: trustPath, Err: err}
 	}
@@ -156,8 +157,8 @@ func (s *state) run(ctx context.Context) *Verdict {
 // schema, integrity: DESIGN "Resume decision") and returns the verified
 // ref. Errors are *CheckError: bad-input (checks 1 and 3, wrapping an
 // *envmanifest.RefusedError), untrusted (check 2, wrapping
-// envmanifest.ErrSignature) or tampered (check 4).
-func VerifyRef(refFile []byte, trust *envmanifest.KeyRing) (*snapshot.Ref, error) {
+// envelope.ErrSignature) or tampered (check 4).
+func VerifyRef(refFile []byte, trust *envelope.KeyRing) (*snapshot.Ref, error) {
 	s := &state{req: Request{RefFile: refFile, Trust: trust}}
 	for _, st := range steps[:4] {
 		if _, err := st.run(s, context.Background()); err != nil {
@@ -182,7 +183,7 @@ type state struct {
 	facts  Facts
 	claims Claims
 
-	doc      *envmanifest.SignedDocument
+	doc      *envelope.Document
 	ref      *snapshot.Ref
 	offered  *envmanifest.Manifest
 	refusals []envmanifest.Refusal
@@ -299,7 +300,7 @@ func (s *state) refParse(context.Context) (string, error) {
 	}
 	s.doc = doc
 	return fmt.Sprintf("%s: a signed %q wrapper, signatures: %d, %d bytes",
-		s.source(), envmanifest.SignedMemberRef, len(doc.Signatures), len(s.req.RefFile)), nil
+		s.source(), envelope.MemberRef, len(doc.Signatures), len(s.req.RefFile)), nil
 }
 
 // 2 signature: DESIGN "Signed documents" over the JCS of "ref" as parsed.

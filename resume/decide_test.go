@@ -2,6 +2,7 @@ package resume_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -51,7 +53,7 @@ func rawWrapper(t *testing.T, file []byte, edit func(w map[string]any)) []byte {
 }
 
 // signInner signs an arbitrary inner ref object (JCS of inner) with keys.
-func signInner(t *testing.T, inner map[string]any, keys ...ed25519.PrivateKey) []byte {
+func signInner(t *testing.T, inner map[string]any, keys ...crypto.Signer) []byte {
 	t.Helper()
 	raw, err := json.Marshal(inner)
 	if err != nil {
@@ -61,7 +63,7 @@ func signInner(t *testing.T, inner map[string]any, keys ...ed25519.PrivateKey) [
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := envmanifest.Sign("ref", doc.Canonical, keys...)
+	b, err := envelope.Sign("ref", doc.Canonical, keys...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestDecideRefFile(t *testing.T) {
 			return signInner(t, inner, fx.key)
 		}, 6, resume.ClassTampered, resume.CheckRefIntegrity, "/ref/pinned"},
 	}
-	trust := envmanifest.NewKeyRing(fx.key.Public().(ed25519.PublicKey), other.Public().(ed25519.PublicKey))
+	trust := envelope.NewKeyRing(fx.key.Public().(ed25519.PublicKey), other.Public().(ed25519.PublicKey))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := fx.request(tt.file())
@@ -513,9 +515,9 @@ func TestVerifyRef(t *testing.T) {
 	if r.Run != testRun || r.Manifest != fx.ref.Manifest {
 		t.Errorf("ref %s %s, want %s %s", r.Run, r.Manifest, testRun, fx.ref.Manifest)
 	}
-	_, err = resume.VerifyRef(fx.signed(), envmanifest.NewKeyRing())
+	_, err = resume.VerifyRef(fx.signed(), envelope.NewKeyRing())
 	var ce *resume.CheckError
-	if !errors.As(err, &ce) || ce.Class != resume.ClassUntrusted || !errors.Is(err, envmanifest.ErrSignature) {
+	if !errors.As(err, &ce) || ce.Class != resume.ClassUntrusted || !errors.Is(err, envelope.ErrSignature) {
 		t.Errorf("untrusted: %v", err)
 	}
 	_, err = resume.VerifyRef([]byte("{"), fx.trust)

@@ -208,7 +208,7 @@ func (e *CheckError) Error() string {
 }
 
 // Unwrap returns the cause (an *envmanifest.RefusedError, a wrapped
-// envmanifest.ErrSignature or snapshot.ErrTampered, an errdefs class, …).
+// envelope.ErrSignature or snapshot.ErrTampered, an errdefs class, …).
 func (e *CheckError) Unwrap() error { return e.Err }
 
 var _ error = (*CheckError)(nil)

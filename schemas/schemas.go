@@ -4,7 +4,7 @@
 // pattern of seed 003, "Sandbox environment variable contract").
 //
 // The schemas are generated from the Go types (envmanifest.Core,
-// envmanifest.Signature, snapshot.Ref, resume.Verdict) and from the tables
+// envelope.Signature, snapshot.Ref, resume.Verdict) and from the tables
 // in the code (envmanifest.Properties, envmanifest.DefaultReservedEnv,
 // resume.CheckNames, exitcode.Codes, the refusal and verdict classes):
 // never hand-written. Each schema is self-contained (every definition it
@@ -25,6 +25,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -191,14 +192,14 @@ func manifestCoreSchema() map[string]any {
 // signedManifest is the wire shape of a signed manifest file (DESIGN
 // "Signed documents").
 type signedManifest struct {
-	Manifest   envmanifest.Core        `json:"manifest"`
-	Signatures []envmanifest.Signature `json:"signatures"`
+	Manifest   envmanifest.Core     `json:"manifest"`
+	Signatures []envelope.Signature `json:"signatures"`
 }
 
 // signedRef is the wire shape of a SnapshotRef file.
 type signedRef struct {
-	Ref        snapshot.Ref            `json:"ref"`
-	Signatures []envmanifest.Signature `json:"signatures"`
+	Ref        snapshot.Ref         `json:"ref"`
+	Signatures []envelope.Signature `json:"signatures"`
 }
 
 func signatures() fieldOverlay {

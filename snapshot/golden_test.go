@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -22,13 +23,13 @@ var update = flag.Bool("update", false, "rewrite testdata/*.ref.json from the ha
 // signed with testdata/ref-test.key; regenerated with -update).
 var goldenVectors = []string{"pinned", "minimal"}
 
-func testKey(t testing.TB) *envmanifest.KeyRing {
+func testKey(t testing.TB) *envelope.KeyRing {
 	t.Helper()
-	pub, err := envmanifest.LoadPublicKey(filepath.Join("testdata", "ref-test.pub"))
+	pub, err := envelope.LoadPublicKey(filepath.Join("testdata", "ref-test.pub"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return envmanifest.NewKeyRing(pub)
+	return envelope.NewKeyRing(pub)
 }
 
 func needTool(t *testing.T, name string) string {
@@ -44,7 +45,7 @@ func needTool(t *testing.T, name string) string {
 }
 
 func TestGoldenRefs(t *testing.T) {
-	priv, err := envmanifest.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+	priv, err := envelope.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
 	if err != nil {
 		t.Fatal(err)
 	}

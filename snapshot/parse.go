@@ -1,7 +1,7 @@
 package snapshot
 
 import (
-	"crypto/ed25519"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
@@ -37,9 +38,9 @@ const refSchemaPrefix = "sandbox.snapshot-ref/"
 // decision", check 1 "ref-parse"). It is envmanifest.ParseSigned(data,
 // "ref"): a *envmanifest.RefusedError (exit 2) when the file is not a JSON
 // object with an object "ref" and well-formed signature entries. The
-// signatures are not verified here (check 2: SignedDocument.Verify).
-func ParseRefFile(data []byte) (*envmanifest.SignedDocument, error) {
-	return envmanifest.ParseSigned(data, envmanifest.SignedMemberRef)
+// signatures are not verified here (check 2: envelope.Document.Verify).
+func ParseRefFile(data []byte) (*envelope.Document, error) {
+	return envmanifest.ParseSigned(data, envelope.MemberRef)
 }
 
 // refMember describes one member of the ref object (DESIGN "SnapshotRef").
@@ -415,7 +416,7 @@ func (d *refDecoder) diff(obj *strictjson.Node, m map[string]*strictjson.Node) D
 // r.Manifest must equal the address of the core exactly as parsed
 // (envmanifest.Address of the RFC 8785 JCS of inner's "core" subtree, never
 // of a re-marshalled Go value) and r.Pinned must equal r.Core.IsPinned().
-// inner is the ref object r was decoded from (SignedDocument.Inner). A
+// inner is the ref object r was decoded from (envelope.Document.Inner). A
 // disagreement is an error wrapping ErrTampered (exit 6, class
 // "tampered") that names the pointer and both values.
 func CheckIntegrity(r *Ref, inner *strictjson.Node) error {
@@ -441,11 +442,11 @@ func CheckIntegrity(r *Ref, inner *strictjson.Node) error {
 
 // OpenRef runs checks 1–4 of DESIGN "Resume decision" in order on a
 // SnapshotRef file: parse (ParseRefFile: *envmanifest.RefusedError, exit
-// 2), signature against trust (wrapping envmanifest.ErrSignature, exit 6),
+// 2), signature against trust (wrapping envelope.ErrSignature, exit 6),
 // schema (DecodeRef: *envmanifest.RefusedError, exit 2) and integrity
 // (CheckIntegrity: wrapping ErrTampered, exit 6). No field of the ref is
 // used before its signature verifies. Import and pull use it.
-func OpenRef(data []byte, trust *envmanifest.KeyRing) (*Ref, error) {
+func OpenRef(data []byte, trust *envelope.KeyRing) (*Ref, error) {
 	doc, err := ParseRefFile(data)
 	if err != nil {
 		return nil, err
@@ -485,14 +486,16 @@ func (r *Ref) Canonical() ([]byte, error) {
 	return out, nil
 }
 
-// SignRef signs the ref with each key and returns the SnapshotRef file's
-// bytes: envmanifest.Sign("ref", JCS(ref), keys...) (DESIGN "Signed
-// documents": keys sorted, 2-space indentation, final newline). It fails
-// when no key is given or a key is not a 64-byte Ed25519 private key.
-func SignRef(r *Ref, keys ...ed25519.PrivateKey) ([]byte, error) {
+// SignRef signs the ref with each signer and returns the SnapshotRef
+// file's bytes: envelope.Sign("ref", JCS(ref), signers...) (docs/design.md
+// "Signed documents": keys sorted, 2-space indentation, final newline). A
+// signer is any crypto.Signer holding an Ed25519 key (an
+// ed25519.PrivateKey, a KMS, an HSM). It fails when no signer is given or
+// a signer does not sign with Ed25519.
+func SignRef(r *Ref, signers ...crypto.Signer) ([]byte, error) {
 	canonical, err := r.Canonical()
 	if err != nil {
 		return nil, err
 	}
-	return envmanifest.Sign(envmanifest.SignedMemberRef, canonical, keys...)
+	return envelope.Sign(envelope.MemberRef, canonical, signers...)
 }

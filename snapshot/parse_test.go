@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -44,7 +45,7 @@ func editRef(t *testing.T, base string, pairs ...string) []byte {
 		}
 		canonical = strings.Replace(canonical, pairs[i], pairs[i+1], 1)
 	}
-	priv, err := envmanifest.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+	priv, err := envelope.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func editRef(t *testing.T, base string, pairs ...string) []byte {
 	if err != nil {
 		t.Fatalf("edited ref does not parse: %v", err)
 	}
-	file, err := envmanifest.Sign("ref", doc.Canonical, priv)
+	file, err := envelope.Sign("ref", doc.Canonical, priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +138,13 @@ func TestOpenRefOrder(t *testing.T) {
 	file := readTestdata(t, "minimal.ref.json")
 	// Check 1 before check 2: a file that does not parse is refused even
 	// with an empty key ring.
-	if _, err := OpenRef([]byte(`{"ref":{},"signatures":[],"x":1}`), envmanifest.NewKeyRing()); !isRefused(err) {
+	if _, err := OpenRef([]byte(`{"ref":{},"signatures":[],"x":1}`), envelope.NewKeyRing()); !isRefused(err) {
 		t.Fatalf("unparsable: err = %v", err)
 	}
 	// Check 2 before check 3: an untrusted signer is refused before the
 	// schema is looked at.
 	other, _, _ := ed25519.GenerateKey(nil)
-	if _, err := OpenRef(file, envmanifest.NewKeyRing(other)); !errors.Is(err, envmanifest.ErrSignature) {
+	if _, err := OpenRef(file, envelope.NewKeyRing(other)); !errors.Is(err, envelope.ErrSignature) {
 		t.Fatalf("untrusted: err = %v", err)
 	}
 	// A byte of the signed document changed without re-signing.
@@ -151,7 +152,7 @@ func TestOpenRefOrder(t *testing.T) {
 	if bytes.Equal(edited, file) {
 		t.Fatal("edit did not apply")
 	}
-	if _, err := OpenRef(edited, testKey(t)); !errors.Is(err, envmanifest.ErrSignature) {
+	if _, err := OpenRef(edited, testKey(t)); !errors.Is(err, envelope.ErrSignature) {
 		t.Fatalf("edited: err = %v", err)
 	}
 	// A bad schema under a valid signature is check 3 (refused), not 6.

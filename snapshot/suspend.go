@@ -2,7 +2,7 @@ package snapshot
 
 import (
 	"context"
-	"crypto/ed25519"
+	"crypto"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,8 +56,9 @@ type SuspendRequest struct {
 	Policy []string
 	// Run is the run id; "" means DefaultRunID(ContainerID).
 	Run string
-	// Keys sign the ref (at least one).
-	Keys []ed25519.PrivateKey
+	// Keys sign the ref (at least one): crypto.Signers holding Ed25519
+	// keys (envelope.Sign).
+	Keys []crypto.Signer
 	// Out is the ref file to write; "" means "<run>.ref.json" in the
 	// current directory.
 	Out string

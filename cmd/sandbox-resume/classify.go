@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -17,8 +18,8 @@ var sentinelClasses = []struct {
 	err   error
 	class exitcode.Class
 }{
-	{envmanifest.ErrSignature, exitcode.ClassUntrusted},
-	{envmanifest.ErrKeyExists, exitcode.ClassRefused},
+	{envelope.ErrSignature, exitcode.ClassUntrusted},
+	{envelope.ErrKeyExists, exitcode.ClassRefused},
 	{snapshot.ErrTampered, exitcode.ClassTampered},
 	{snapshot.ErrMismatch, exitcode.ClassManifestMismatch},
 	{snapshot.ErrImageUnresolved, exitcode.ClassImageUnresolved},

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -28,8 +29,8 @@ func TestClassify(t *testing.T) {
 		{"check error", wrap(&resume.CheckError{Check: "image", Class: resume.ClassImageDrifted, Err: errors.New("x")}), exitcode.ClassImageDrifted, 5},
 		{"internal check error", &resume.CheckError{Check: "host", Class: resume.ClassInternal, Err: errors.New("x")}, exitcode.ClassInternal, 1},
 		{"input file", &resume.InputError{Path: "p", Err: errors.New("x")}, exitcode.ClassBadInput, 2},
-		{"signature", wrap(envmanifest.ErrSignature), exitcode.ClassUntrusted, 6},
-		{"key exists", wrap(envmanifest.ErrKeyExists), exitcode.ClassRefused, 2},
+		{"signature", wrap(envelope.ErrSignature), exitcode.ClassUntrusted, 6},
+		{"key exists", wrap(envelope.ErrKeyExists), exitcode.ClassRefused, 2},
 		{"tampered", wrap(snapshot.ErrTampered), exitcode.ClassTampered, 6},
 		{"mismatch", wrap(snapshot.ErrMismatch), exitcode.ClassManifestMismatch, 3},
 		{"image unresolved", wrap(snapshot.ErrImageUnresolved), exitcode.ClassImageUnresolved, 5},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -27,7 +28,7 @@ func resumeFiles(t *testing.T) (ref, cfg, pub string) {
 	t.Helper()
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "k")
-	if _, _, err := envmanifest.WriteKeyPair(prefix, false); err != nil {
+	if _, _, err := envelope.WriteKeyPair(prefix, false); err != nil {
 		t.Fatal(err)
 	}
 	ref = filepath.Join(dir, "ref.json")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
@@ -201,8 +202,8 @@ func readInput(path string) ([]byte, error) {
 }
 
 // loadTrust loads the trusted keys of --trust; failures are badInput.
-func loadTrust(path string) (*envmanifest.KeyRing, error) {
-	trust, err := envmanifest.LoadTrust(path)
+func loadTrust(path string) (*envelope.KeyRing, error) {
+	trust, err := envelope.LoadTrust(path)
 	if err != nil {
 		return nil, badInput(err)
 	}

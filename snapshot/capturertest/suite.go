@@ -7,6 +7,7 @@ package capturertest
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"io"
@@ -20,7 +21,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -291,7 +292,7 @@ func testSuspend(t *testing.T, f Fixture) {
 	run := f.LeaseID[len(snapshot.RunLeasePrefix):]
 	out := filepath.Join(dir, "ref.json")
 	res, err := snapshot.Suspend(ctx, f.Capturer, snapshot.SuspendRequest{
-		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []ed25519.PrivateKey{priv}, Out: out,
+		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv}, Out: out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +304,7 @@ func testSuspend(t *testing.T, f Fixture) {
 	if !bytes.Equal(file, res.File) {
 		t.Fatal("ref file differs from the result")
 	}
-	ref, err := snapshot.OpenRef(file, envmanifest.NewKeyRing(pub))
+	ref, err := snapshot.OpenRef(file, envelope.NewKeyRing(pub))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func testSuspend(t *testing.T, f Fixture) {
 	}
 	// A rerun with the same run id succeeds and writes the same ref.
 	res2, err := snapshot.Suspend(ctx, f.Capturer, snapshot.SuspendRequest{
-		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []ed25519.PrivateKey{priv}, Out: out,
+		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv}, Out: out,
 	})
 	if err != nil {
 		t.Fatalf("rerun: %v", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -117,12 +118,12 @@ func suspend(t testing.TB, d *harness.Daemon, config string) *suspended {
 	writeDiff(t, d, d.Namespace, run, s.diff)
 
 	prefix := filepath.Join(s.dir, "signer")
-	pub, keyPath, err := envmanifest.WriteKeyPair(prefix, false)
+	pub, keyPath, err := envelope.WriteKeyPair(prefix, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.pub = pub
-	if s.key, err = envmanifest.LoadPrivateKey(keyPath); err != nil {
+	if s.key, err = envelope.LoadPrivateKey(keyPath); err != nil {
 		t.Fatal(err)
 	}
 	s.refPath = filepath.Join(s.dir, "ref.json")
@@ -243,7 +244,7 @@ func TestResumeCheckSameHost(t *testing.T) {
 	})
 	t.Run("untrusted key", func(t *testing.T) {
 		other := filepath.Join(t.TempDir(), "other")
-		pub, _, err := envmanifest.WriteKeyPair(other, false)
+		pub, _, err := envelope.WriteKeyPair(other, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +376,7 @@ func TestResumeBitFlips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(s.pub)
+	trust, err := envelope.LoadTrust(s.pub)
 	if err != nil {
 		t.Fatal(err)
 	}
