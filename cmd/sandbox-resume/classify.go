@@ -28,6 +28,7 @@ var sentinelClasses = []struct {
 	{snapshot.ErrRunConflict, exitcode.ClassClaimConflict},
 	{snapshot.ErrArtifactRefused, exitcode.ClassBadInput},
 	{snapshot.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
+	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrInvalidRun, exitcode.ClassUsage},
 	// A config (or other input) file that does not exist is refused input.
 	{fs.ErrNotExist, exitcode.ClassBadInput},

@@ -39,6 +39,8 @@ func TestClassify(t *testing.T) {
 		{"run taken", wrap(snapshot.ErrRunConflict), exitcode.ClassClaimConflict, 8},
 		{"artifact refused", wrap(snapshot.ErrArtifactRefused), exitcode.ClassBadInput, 2},
 		{"snapshot missing", wrap(snapshot.ErrSnapshotMissing), exitcode.ClassSnapshotMissing, 7},
+		{"diff corrupt", wrap(snapshot.ErrDiffCorrupt), exitcode.ClassSnapshotMissing, 7},
+		{"diff corrupt in a refused artifact", fmt.Errorf("%w: %w", wrap(snapshot.ErrDiffCorrupt), snapshot.ErrArtifactRefused), exitcode.ClassBadInput, 2},
 		{"invalid run", wrap(snapshot.ErrInvalidRun), exitcode.ClassUsage, 64},
 		{"missing file", wrap(fs.ErrNotExist), exitcode.ClassBadInput, 2},
 		{"anything else", errors.New("boom"), exitcode.ClassInternal, 1},
