@@ -9,7 +9,7 @@ import (
 )
 
 // ErrRunNotFound: neither the run lease nor the claim lease of the run
-// exists. Exit 2, class "bad-input".
+// exists. Class "bad-input" (internal/exitcode).
 var ErrRunNotFound = errors.New("run not found")
 
 // LeaseDeleter deletes leases.
