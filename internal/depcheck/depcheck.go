@@ -3,8 +3,8 @@
 // direction between the packages of sandbox-resume (items 1–8), what the
 // deciding packages may never reach (the containerd client module, etcd,
 // bbolt, cobra), what adapters may not import, and that nothing outside
-// test/ imports test/. Its test runs the check on this module and on
-// forbidden import planted through go list's -overlay.
+// test/ imports test/. Its test runs the check on this module as it is,
+// and with forbidden imports planted through go list's -overlay.
 package depcheck
 
 import (
