@@ -6,11 +6,11 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
-// RefSchema is the value of Ref.Schema (DESIGN "SnapshotRef"). A new member
+// RefSchema is the value of Ref.Schema (docs/design.md "SnapshotRef"). A new member
 // means a new schema string, "sandbox.snapshot-ref/2".
 const RefSchema = "sandbox.snapshot-ref/1"
 
-// Names in containerd (DESIGN "SnapshotRef"): lease ids are these prefixes
+// Names in containerd (docs/design.md "SnapshotRef"): lease ids are these prefixes
 // followed by the run id; labels and annotations live under LabelPrefix.
 const (
 	RunLeasePrefix   = "sandbox-resume.run/"
@@ -26,7 +26,7 @@ const (
 	IDSourceOverride      = "override"      // --host-id or SANDBOX_RESUME_HOST_ID
 )
 
-// Ref is the SnapshotRef: the signed record of a suspended run (DESIGN
+// Ref is the SnapshotRef: the signed record of a suspended run (docs/design.md
 // "SnapshotRef"). Its JSON members are exactly these; unknown members are
 // refused when a ref is parsed.
 type Ref struct {
@@ -44,8 +44,10 @@ type Ref struct {
 	Created     string           `json:"created"` // RFC 3339, UTC, seconds
 
 	// coreCanonical is the JCS of the core exactly as parsed, kept by
-	// DecodeRef so CheckIntegrity need not canonicalize it again.
+	// decodeRef so checkIntegrity need not canonicalize it again.
 	coreCanonical []byte
+	// provenance is what OpenRef established about the signatures.
+	provenance Provenance
 }
 
 // Host identifies the containerd daemon a run was suspended on, with the
