@@ -37,6 +37,7 @@ type MoveOption func(*moveOptions)
 
 type moveOptions struct {
 	progress Progress
+	run      string // WithRun
 }
 
 // WithProgress makes the operation report its byte progress to p. Without

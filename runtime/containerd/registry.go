@@ -12,7 +12,6 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -22,7 +21,9 @@ import (
 )
 
 // RemoteRef is a parsed registry reference for push and pull
-// (distribution/reference): REG/REPO:TAG, or REG/REPO@sha256:… for pull.
+// (distribution/reference): REG/REPO:TAG, REG/REPO@sha256:… (pull), or
+// REG/REPO alone (push tags the run's generation; pull picks a run's
+// latest generation, docs/design.md "Moving runs").
 type RemoteRef struct {
 	Named reference.Named
 	// Repo is the repository without tag or digest ("127.0.0.1:5000/runs").
@@ -32,40 +33,41 @@ type RemoteRef struct {
 	Loopback bool
 }
 
+// Tag is the reference's tag, or "" when it has none.
+func (r *RemoteRef) Tag() string {
+	if t, ok := r.Named.(reference.Tagged); ok {
+		return t.Tag()
+	}
+	return ""
+}
+
+// Bare reports whether the reference names only a repository: no tag, no
+// digest.
+func (r *RemoteRef) Bare() bool {
+	_, digested := r.Named.(reference.Digested)
+	return r.Tag() == "" && !digested
+}
+
+// Host is the registry host ("127.0.0.1:5000", "docker.io").
+func (r *RemoteRef) Host() string { return reference.Domain(r.Named) }
+
 // ParseRemoteRef parses a registry reference with
 // reference.ParseNormalizedNamed ("runs:1" is docker.io/library/runs:1). It
-// must carry a tag, or, when allowDigest, a digest. Errors wrap
-// errdefs.ErrInvalidArgument and quote the reference.
+// may carry a tag, or neither tag nor digest, or, when allowDigest, a
+// digest. Errors wrap errdefs.ErrInvalidArgument and quote the reference.
 func ParseRemoteRef(s string, allowDigest bool) (*RemoteRef, error) {
 	named, err := reference.ParseNormalizedNamed(s)
 	if err != nil {
 		return nil, fmt.Errorf("registry reference %q: %w: %w", s, errdefs.ErrInvalidArgument, err)
 	}
-	_, tagged := named.(reference.Tagged)
-	_, digested := named.(reference.Digested)
-	if !tagged && !(allowDigest && digested) {
-		return nil, fmt.Errorf("registry reference %q needs a tag (REG/REPO:TAG): %w", s, errdefs.ErrInvalidArgument)
+	if _, digested := named.(reference.Digested); digested && !allowDigest {
+		return nil, fmt.Errorf("registry reference %q: a digest is not accepted here (REG/REPO[:TAG]): %w", s, errdefs.ErrInvalidArgument)
 	}
 	loop, err := docker.MatchLocalhost(reference.Domain(named))
 	if err != nil {
 		loop = false
 	}
 	return &RemoteRef{Named: named, Repo: named.Name(), Loopback: loop}, nil
-}
-
-// newResolver returns a new docker resolver (with its own push status
-// tracker: a reused resolver silently skips a second push of a digest it
-// pushed before, to any repository — measured, notes/derisk.md step 4).
-// plainHTTP makes loopback hosts, and only those, use http.
-func newResolver(plainHTTP bool) remotes.Resolver {
-	var ropts []docker.RegistryOpt
-	if plainHTTP {
-		ropts = append(ropts, docker.WithPlainHTTP(docker.MatchLocalhost))
-	}
-	return docker.NewResolver(docker.ResolverOptions{
-		Hosts:   docker.ConfigureDefaultRegistries(ropts...),
-		Tracker: docker.NewInMemoryTracker(),
-	})
 }
 
 // PushResult is what Push sent.
@@ -78,29 +80,40 @@ type PushResult struct {
 	Base []string `json:"base"`
 }
 
-// Push pushes the run recorded in refFile to a registry (DESIGN "Moving
-// runs"): StoreArtifact; then, each with a new resolver
-// (remotes.PushContent), the base image's platform manifest with its config
-// and layers by digest to the same repository (REPO@<manifestDigest>), its
-// index by digest too when the index and every child are complete in the
-// content store, and the artifact manifest with its config and layer under
-// target's tag. target must be REG/REPO:TAG (ParseRemoteRef); plainHTTP is
-// for loopback registries only (the CLI refuses it otherwise).
+// Push pushes the run recorded in refFile to a registry (docs/design.md
+// "Moving runs"): StoreArtifact; then, each with a new resolver of reg, the
+// base image's platform manifest with its config and layers by digest to
+// the same repository (REPO@<manifestDigest>), its index by digest too
+// when the index and every child are complete in the content store, and
+// the artifact manifest with its config and layer under target's tag, or,
+// when target is a bare REG/REPO, under GenerationTag(run, generation).
+// Each descriptor's push is redone whole on a transient failure
+// (reg.RetryPolicy). A nil reg is NewRegistry's defaults.
 //
 // Errors: those of StoreArtifact (2, 5, 6, 7), snapshot.ErrImageUnresolved
 // when the base's config or a layer is absent, registry errors (exit 1)
-// naming the reference.
+// naming the reference and digest; refused credentials wrap
+// errdefs.ErrUnauthenticated (or ErrPermissionDenied) and name the
+// registry.
 //
 // With WithProgress the blob bytes read for sending are reported in the
 // phases "push base" (total: the base blobs' sizes) and "push" (the
 // artifact's); blobs the registry already has are not read.
-func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, plainHTTP bool, opts ...MoveOption) (*PushResult, error) {
+func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, reg *Registry, opts ...MoveOption) (*PushResult, error) {
 	o := collectMoveOptions(opts)
+	reg, err := orDefaultRegistry(reg)
+	if err != nil {
+		return nil, err
+	}
 	art, err := r.StoreArtifact(ctx, refFile)
 	if err != nil {
 		return nil, err
 	}
-	res := &PushResult{Target: target.Named.String(), Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
+	tag := target.Tag()
+	if tag == "" {
+		tag = GenerationTag(art.Ref.Run, generationOf(art.Ref))
+	}
+	res := &PushResult{Target: target.Repo + ":" + tag, Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
 	base, err := r.completeBase(ctx, art.Ref, art.Base)
 	if err != nil {
 		return nil, err
@@ -112,33 +125,37 @@ func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, p
 	o.progress.Phase("push base", r.treeSize(ctx, base))
 	for _, d := range descs {
 		ref := target.Repo + "@" + d.Digest.String()
-		if err := pushContent(ctx, r, ref, d, plainHTTP, o.progress); err != nil {
+		if err := pushContent(ctx, r, reg, target.Host(), ref, d, o.progress); err != nil {
 			return nil, err
 		}
 		res.Base = append(res.Base, d.Digest.String())
 	}
-	tagged := target.Named.(reference.Tagged)
-	ref := target.Repo + ":" + tagged.Tag() + "@" + art.Manifest.Digest.String()
+	ref := target.Repo + ":" + tag + "@" + art.Manifest.Digest.String()
 	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.RootfsDiff.Size)
-	if err := pushContent(ctx, r, ref, art.Manifest, plainHTTP, o.progress); err != nil {
+	if err := pushContent(ctx, r, reg, target.Host(), ref, art.Manifest, o.progress); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func pushContent(ctx context.Context, r *Runtime, ref string, desc ocispec.Descriptor, plainHTTP bool, p Progress) error {
-	pusher, err := newResolver(plainHTTP).Pusher(ctx, ref)
+// orDefaultRegistry is reg, or NewRegistry's defaults when reg is nil.
+func orDefaultRegistry(reg *Registry) (*Registry, error) {
+	if reg != nil {
+		return reg, nil
+	}
+	return NewRegistry(RegistryOptions{})
+}
+
+func pushContent(ctx context.Context, r *Runtime, reg *Registry, host, ref string, desc ocispec.Descriptor, p Progress) error {
+	pusher, err := reg.Resolver(ctx).Pusher(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("push %s: %w", ref, err)
+		return reg.registryError(host, fmt.Errorf("push %s: %w", ref, err))
 	}
 	var store content.Provider = readAheadProvider{r.client.ContentStore()}
 	if _, quiet := p.(noProgress); !quiet {
 		store = progressProvider{Provider: store, p: p}
 	}
-	if err := remotes.PushContent(ctx, pusher, desc, store, nil, platforms.All, nil); err != nil {
-		return fmt.Errorf("push %s: %w", ref, native(err))
-	}
-	return nil
+	return reg.registryError(host, pushTree(ctx, pusher, store, desc, ref, reg.RetryPolicy()))
 }
 
 // PullResult is what Pull fetched.
@@ -158,22 +175,29 @@ type PullResult struct {
 }
 
 // fetchSmall fetches a blob of at most snapshot.MaxArtifactMetadata bytes
-// and checks its size and digest.
-func fetchSmall(ctx context.Context, f remotes.Fetcher, desc ocispec.Descriptor, what string) ([]byte, error) {
+// into memory, redone whole on a transient failure (RetryBlob with p), and
+// checks its size and digest. Errors name what, the digest and src.
+func fetchSmall(ctx context.Context, f remotes.Fetcher, desc ocispec.Descriptor, what, src string, p RetryPolicy) ([]byte, error) {
 	if desc.Size < 0 || desc.Size > snapshot.MaxArtifactMetadata {
 		return nil, fmt.Errorf("%s %s: %d bytes, more than %d: %w", what, desc.Digest, desc.Size, snapshot.MaxArtifactMetadata, snapshot.ErrArtifactRefused)
 	}
-	rc, err := f.Fetch(ctx, desc)
+	var b []byte
+	err := RetryBlob(ctx, p, func() error {
+		rc, err := f.Fetch(ctx, desc)
+		if err != nil {
+			return fmt.Errorf("fetch %s %s from %s: %w", what, desc.Digest, src, err)
+		}
+		defer rc.Close()
+		if b, err = io.ReadAll(io.LimitReader(rc, desc.Size+1)); err != nil {
+			return fmt.Errorf("fetch %s %s from %s: %w", what, desc.Digest, src, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s %s: %w", what, desc.Digest, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, desc.Size+1))
-	if err != nil {
-		return nil, fmt.Errorf("fetch %s %s: %w", what, desc.Digest, err)
+		return nil, err
 	}
 	if int64(len(b)) != desc.Size || digest.FromBytes(b) != desc.Digest {
-		return nil, fmt.Errorf("%s %s: the registry sent %d bytes with digest %s: %w", what, desc.Digest, len(b), digest.FromBytes(b), snapshot.ErrArtifactRefused)
+		return nil, fmt.Errorf("%s %s: %s sent %d bytes with digest %s: %w", what, desc.Digest, src, len(b), digest.FromBytes(b), snapshot.ErrArtifactRefused)
 	}
 	return b, nil
 }
@@ -188,8 +212,17 @@ type remoteBlobs struct {
 func (b *remoteBlobs) Blob(d digest.Digest) ([]byte, bool) { v, ok := b.small[d]; return v, ok }
 func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]; return v, ok }
 
-// Pull fetches a migration artifact from a registry (DESIGN "Moving runs"):
-// it resolves source (REG/REPO:TAG or REG/REPO@sha256:…), fetches the
+// WithRun makes Pull of a bare REG/REPO pull the highest generation of run:
+// it lists the repository's tags (Registry.Tags) and pulls
+// LatestGenerationTag's (docs/design.md "Moving runs", runs by generation).
+// It is ignored when the source names a tag or digest.
+func WithRun(run string) MoveOption {
+	return func(o *moveOptions) { o.run = run }
+}
+
+// Pull fetches a migration artifact from a registry (docs/design.md "Moving
+// runs"): it resolves source (REG/REPO:TAG, REG/REPO@sha256:…, or a bare
+// REG/REPO with WithRun: the run's highest generation tag), fetches the
 // artifact manifest and its config into memory (digest and size checked),
 // checks the artifact's shape and verifies its ref against trust with
 // snapshot.CheckArtifactManifest before using any field of it, then fetches
@@ -197,34 +230,54 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 // lease (remotes.Fetch checks digest and size), checks the layer with
 // VerifyDiff, and, when the base platform manifest or any of its blobs is
 // missing here, fetches it from REG/REPO@<base.manifestDigest> — never by
-// tag, never from the recorded image name — with images.Dispatch over
-// remotes.FetchHandler. Everything is then held by the run lease; no image
-// record is created.
+// tag, never from the recorded image name — with images.Dispatch. Each
+// blob's fetch is redone whole on a transient failure (reg.RetryPolicy).
+// Only when everything succeeded is it held by the run lease; otherwise the
+// temporary lease is dropped and nothing pulled stays. No image record is
+// created. A nil reg is NewRegistry's defaults.
 //
 // Errors: refusals wrap snapshot.ErrArtifactRefused (2); the ref's own are
-// OpenRef's (2, 6); registry errors (exit 1) name the reference.
+// OpenRef's (2, 6); a bare source without WithRun wraps
+// errdefs.ErrInvalidArgument; no tag of the run wraps errdefs.ErrNotFound;
+// registry errors (exit 1) name the reference and digest; refused
+// credentials wrap errdefs.ErrUnauthenticated (or ErrPermissionDenied) and
+// name the registry.
 //
 // With WithProgress the bytes fetched are reported in the phases "pull"
 // (total: the layer's size), "verify diff" (-1), and "pull base" (-1) when
 // the base is fetched.
-func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifest.KeyRing, plainHTTP bool, opts ...MoveOption) (*PullResult, error) {
+func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifest.KeyRing, reg *Registry, opts ...MoveOption) (*PullResult, error) {
 	o := collectMoveOptions(opts)
+	reg, err := orDefaultRegistry(reg)
+	if err != nil {
+		return nil, err
+	}
+	if source.Bare() {
+		if o.run == "" {
+			return nil, fmt.Errorf("pull %s: a tag, a digest or a run is needed: %w", source.Repo, errdefs.ErrInvalidArgument)
+		}
+		if source, _, err = reg.latestRunRef(ctx, source, o.run); err != nil {
+			return nil, err
+		}
+	}
+	policy := reg.RetryPolicy()
+	host := source.Host()
 	src := source.Named.String()
-	resolver := newResolver(plainHTTP)
+	resolver := reg.Resolver(ctx)
 	_, desc, err := resolver.Resolve(ctx, src)
 	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", src, native(err))
+		return nil, reg.registryError(host, fmt.Errorf("resolve %s: %w", src, native(err)))
 	}
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, fmt.Errorf("%s is a %q, not an OCI image manifest: %w", src, desc.MediaType, snapshot.ErrArtifactRefused)
 	}
 	fetcher, err := resolver.Fetcher(ctx, src)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", src, err)
+		return nil, reg.registryError(host, fmt.Errorf("fetch %s: %w", src, err))
 	}
-	body, err := fetchSmall(ctx, fetcher, desc, "artifact manifest")
+	body, err := fetchSmall(ctx, fetcher, desc, "artifact manifest", src, policy)
 	if err != nil {
-		return nil, err
+		return nil, reg.registryError(host, err)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(body, &m); err != nil {
@@ -235,9 +288,9 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifes
 		blobs.sizes[l.Digest] = l.Size
 	}
 	if m.Config.MediaType == snapshot.MediaTypeRef {
-		cfg, err := fetchSmall(ctx, fetcher, m.Config, "artifact config")
+		cfg, err := fetchSmall(ctx, fetcher, m.Config, "artifact config", src, policy)
 		if err != nil {
-			return nil, err
+			return nil, reg.registryError(host, err)
 		}
 		blobs.sizes[m.Config.Digest], blobs.small[m.Config.Digest] = m.Config.Size, cfg
 	}
@@ -261,8 +314,8 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifes
 		return nil, err
 	}
 	o.progress.Phase("pull", art.Layer.Size)
-	if err := remotes.Fetch(lctx, r.client.ContentStore(), progressFetcher{Fetcher: fetcher, p: o.progress}, art.Layer); err != nil && !errdefs.IsAlreadyExists(native(err)) {
-		return nil, fmt.Errorf("fetch %s layer %s: %w", src, art.Layer.Digest, native(err))
+	if err := fetchBlob(lctx, r.client.ContentStore(), progressFetcher{Fetcher: fetcher, p: o.progress}, art.Layer, "layer", src, policy); err != nil {
+		return nil, reg.registryError(host, err)
 	}
 	o.progress.Phase("verify diff", -1)
 	if err := r.VerifyDiff(ctx, art.Ref.RootfsDiff); err != nil {
@@ -274,7 +327,7 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifes
 		Source: src, Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
 		Artifact: mdesc, Ref: art.Ref, RefFile: art.RefFile,
 	}
-	baseDigests, from, err := r.pullBase(lctx, source, art.Ref, plainHTTP, o.progress)
+	baseDigests, from, err := r.pullBase(lctx, source, art.Ref, reg, o.progress)
 	if err != nil {
 		return nil, err
 	}
@@ -288,10 +341,10 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifes
 
 // pullBase makes the ref's base platform manifest, config and layers
 // present: when any is missing they are fetched from
-// REPO@<base.manifestDigest> into the lease in ctx. It returns the base
-// digests to hold and the reference it fetched from ("" when nothing was
-// missing).
-func (r *Runtime) pullBase(ctx context.Context, source *RemoteRef, ref *snapshot.Ref, plainHTTP bool, p Progress) ([]digest.Digest, string, error) {
+// REPO@<base.manifestDigest> into the lease in ctx, each blob redone whole
+// on a transient failure. It returns the base digests to hold and the
+// reference it fetched from ("" when nothing was missing).
+func (r *Runtime) pullBase(ctx context.Context, source *RemoteRef, ref *snapshot.Ref, reg *Registry, p Progress) ([]digest.Digest, string, error) {
 	md := ref.Base.ManifestDigest
 	missing, err := r.MissingContent(ctx, md)
 	if err != nil {
@@ -299,24 +352,25 @@ func (r *Runtime) pullBase(ctx context.Context, source *RemoteRef, ref *snapshot
 	}
 	from := ""
 	if len(missing) > 0 {
+		host := source.Host()
 		from = source.Repo + "@" + md.String()
-		resolver := newResolver(plainHTTP)
+		resolver := reg.Resolver(ctx)
 		_, desc, err := resolver.Resolve(ctx, from)
 		if err != nil {
-			return nil, "", fmt.Errorf("resolve base %s: %w", from, native(err))
+			return nil, "", reg.registryError(host, fmt.Errorf("resolve base %s: %w", from, native(err)))
 		}
 		if desc.Digest != md || !images.IsManifestType(desc.MediaType) {
 			return nil, "", fmt.Errorf("base %s resolved to a %q %s: %w", from, desc.MediaType, desc.Digest, snapshot.ErrArtifactRefused)
 		}
 		fetcher, err := resolver.Fetcher(ctx, from)
 		if err != nil {
-			return nil, "", fmt.Errorf("fetch base %s: %w", from, err)
+			return nil, "", reg.registryError(host, fmt.Errorf("fetch base %s: %w", from, err))
 		}
 		cs := r.client.ContentStore()
 		p.Phase("pull base", -1)
-		h := images.Handlers(remotes.FetchHandler(cs, progressFetcher{Fetcher: fetcher, p: p}), images.ChildrenHandler(cs))
+		h := images.Handlers(retryingFetchHandler(cs, progressFetcher{Fetcher: fetcher, p: p}, from, reg.RetryPolicy()), images.ChildrenHandler(cs))
 		if err := images.Dispatch(ctx, h, nil, desc); err != nil {
-			return nil, "", fmt.Errorf("fetch base %s: %w", from, native(err))
+			return nil, "", reg.registryError(host, fmt.Errorf("fetch base %s: %w", from, native(err)))
 		}
 		if missing, err = r.MissingContent(ctx, md); err != nil {
 			return nil, "", err
