@@ -163,7 +163,9 @@ func retryableError(err error) (bool, time.Duration) {
 }
 
 // retryableNetError reports whether err is a network failure worth a
-// retry.
+// retry: a reset, refused or aborted connection, a broken pipe, an
+// unexpected EOF, a closed connection, a timeout. A context that ended is
+// not.
 func retryableNetError(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -171,7 +173,10 @@ func retryableNetError(err error) bool {
 	switch {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		// a reset seen while writing a request body surfaces as a write to
+		// the connection the transport has just closed
+		errors.Is(err, net.ErrClosed):
 		return true
 	}
 	var ne net.Error

@@ -47,6 +47,8 @@ func TestRetryBlob(t *testing.T) {
 		{"429 then ok", []error{httpStatusErr(429)}, 5, 2, false},
 		{"reset then ok", []error{fmt.Errorf("fetch layer: %w", reset)}, 5, 2, false},
 		{"unexpected EOF then ok", []error{fmt.Errorf("copy: %w", io.ErrUnexpectedEOF)}, 5, 2, false},
+		{"closed connection then ok", []error{fmt.Errorf("put: readfrom tcp: %w", &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed})}, 5, 2, false},
+		{"canceled is not retried", []error{fmt.Errorf("fetch: %w", context.Canceled)}, 5, 1, true},
 		{"401 is not retried", []error{httpStatusErr(401)}, 5, 1, true},
 		{"404 is not retried", []error{httpStatusErr(404)}, 5, 1, true},
 		{"501 is not retried", []error{httpStatusErr(501)}, 5, 1, true},

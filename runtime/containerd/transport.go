@@ -139,19 +139,30 @@ func (r *Registry) Resolver(ctx context.Context) remotes.Resolver {
 }
 
 // registryError gives err, a failure talking to registry host, its class:
-// a 401, or credentials containerd could not use, becomes "registry HOST:
-// unauthorized" wrapping errdefs.ErrUnauthenticated; a 403, "registry
-// HOST: access denied" wrapping errdefs.ErrPermissionDenied (both name the
-// credential file; the CLI exits 1). Other errors are returned as they are.
+// a 401, or no credentials where the registry asks for them, becomes
+// "registry HOST: unauthorized" wrapping errdefs.ErrUnauthenticated; a
+// 403, "registry HOST: permission denied" wrapping
+// errdefs.ErrPermissionDenied (both name the credential file); an
+// untrusted certificate, "registry HOST: its certificate chains to a CA
+// trusted neither …". The CLI exits 1 for all. Other errors are returned as
+// they are.
 func (r *Registry) registryError(host string, err error) error {
 	if err == nil {
 		return nil
 	}
 	switch authStatus(err) {
 	case http.StatusUnauthorized:
-		return fmt.Errorf("registry %s: unauthorized (credentials from %s): %w: %w", host, r.configPath, errdefs.ErrUnauthenticated, err)
+		return fmt.Errorf("registry %s: %w (credentials from %s): %w", host, errdefs.ErrUnauthenticated, r.configPath, err)
 	case http.StatusForbidden:
-		return fmt.Errorf("registry %s: access denied (unauthorized for this repository with the credentials from %s): %w: %w", host, r.configPath, errdefs.ErrPermissionDenied, err)
+		return fmt.Errorf("registry %s: %w (credentials from %s): %w", host, errdefs.ErrPermissionDenied, r.configPath, err)
+	}
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		ca := "no CA file"
+		if r.opts.CACertFile != "" {
+			ca = "CA file " + r.opts.CACertFile
+		}
+		return fmt.Errorf("registry %s: its certificate chains to a CA trusted neither by the system pool nor by the %s: %w", host, ca, err)
 	}
 	return err
 }

@@ -109,8 +109,9 @@ func TestRegistryResolveTLSAndAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = reg.Resolver(ctx).Resolve(ctx, ref)
-		if err == nil || !strings.Contains(err.Error(), "certificate") {
-			t.Errorf("err %v, want a certificate error", err)
+		err = reg.registryError(f.host, err)
+		if err == nil || !strings.Contains(err.Error(), "registry "+f.host+": its certificate chains to a CA trusted neither") {
+			t.Errorf("err %v, want a certificate error naming %s", err, f.host)
 		}
 	})
 	for name, cfg := range map[string]string{

@@ -176,7 +176,9 @@ func TestRegistryAuthTLS(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("push with bad credentials: exit %d, want 1\n%s", code, stdout)
 			}
-			if class, msg := errorOf(t, stdout); class != "internal" || !strings.Contains(msg, "registry "+reg.Host+": unauthorized") {
+			class, msg := errorOf(t, stdout)
+			t.Logf("push with bad credentials: %s", msg)
+			if class != "internal" || !strings.Contains(msg, "registry "+reg.Host+": unauthorized") {
 				t.Errorf("push error %s %q, want internal naming %s and unauthorized", class, msg, reg.Host)
 			}
 			if got := reg.Tags(t, "runs/denied", "alice", "alice-pw"); len(got) != 0 {
@@ -189,7 +191,9 @@ func TestRegistryAuthTLS(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("pull with bad credentials: exit %d, want 1\n%s", code, stdout)
 			}
-			if _, msg := errorOf(t, stdout); !strings.Contains(msg, reg.Host) || !strings.Contains(msg, "unauthorized") {
+			_, msg = errorOf(t, stdout)
+			t.Logf("pull with bad credentials: %s", msg)
+			if !strings.Contains(msg, reg.Host) || !strings.Contains(msg, "unauthorized") {
 				t.Errorf("pull error %q does not name %s and unauthorized", msg, reg.Host)
 			}
 			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -203,15 +207,22 @@ func TestRegistryAuthTLS(t *testing.T) {
 
 	t.Run("private CA", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "ref.json")
-		for _, args := range [][]string{
-			{"push", "--ref", s.refPath, reg.Host + "/runs/noca:" + s.ref.Run},
-			{"pull", "--trust", s.pub, target, "--out", out},
+		for _, tc := range []struct {
+			d    *harness.Daemon
+			ns   string
+			args []string
+		}{
+			{a, "", []string{"push", "--ref", s.refPath, reg.Host + "/runs/noca:" + s.ref.Run}},
+			{c, c.NewNamespace(), []string{"pull", "--trust", s.pub, target, "--out", out}},
 		} {
-			code, stdout, _ := srcliEnv(t, a, a.NewNamespace(), withConfig, args...)
+			args := tc.args
+			code, stdout, _ := srcliEnv(t, tc.d, tc.ns, withConfig, args...)
 			if code != 1 {
 				t.Fatalf("%s without --registry-cacert: exit %d, want 1\n%s", args[0], code, stdout)
 			}
-			if _, msg := errorOf(t, stdout); !strings.Contains(msg, "certificate") || !strings.Contains(msg, reg.Host) {
+			_, msg := errorOf(t, stdout)
+			t.Logf("%s without the CA: %s", args[0], msg)
+			if !strings.Contains(msg, "certificate") || !strings.Contains(msg, reg.Host) {
 				t.Errorf("%s without the CA: %q, want a certificate error naming %s", args[0], msg, reg.Host)
 			}
 		}
@@ -280,7 +291,7 @@ func TestRegistryFlakyNetwork(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("push through the flaky proxy: exit %d\n%s\nstderr:\n%s\nproxy: %v", code, stdout, stderr, proxy.Events())
 	}
-	t.Logf("push through the flaky proxy took %s; proxy: %d× 503, %d resets", time.Since(start), proxy.Count("503"), proxy.Count("reset"))
+	t.Logf("push through the flaky proxy took %s; proxy: %d× 503, %d resets; stderr:\n%s", time.Since(start), proxy.Count("503"), proxy.Count("reset"), stderr)
 	for _, want := range []string{"503 HEAD", "503 PUT", "reset PUT"} {
 		if proxy.Count(want) == 0 {
 			t.Errorf("the proxy never did %q: %v", want, proxy.Events())
@@ -294,31 +305,10 @@ func TestRegistryFlakyNetwork(t *testing.T) {
 	var pr containerd.PushResult
 	json.Unmarshal(stdout, &pr)
 
-	ns := c.NewNamespace()
-	out := filepath.Join(t.TempDir(), "ref.json")
-	code, stdout, stderr = srcliEnv(t, c, ns, env, "--debug", "pull", "--plain-http", "--trust", s.pub, target, "--out", out)
-	if code != 0 {
-		t.Fatalf("pull through the flaky proxy: exit %d\n%s\nstderr:\n%s\nproxy: %v", code, stdout, stderr, proxy.Events())
-	}
-	for _, want := range []string{"503 GET", "reset GET"} {
-		if proxy.Count(want) == 0 {
-			t.Errorf("the proxy never did %q: %v", want, proxy.Events())
-		}
-	}
-	if !strings.Contains(stderr, "retrying blob transfer") {
-		t.Errorf("pull --debug stderr lacks a blob retry:\n%s", stderr)
-	}
-	var pl containerd.PullResult
-	json.Unmarshal(stdout, &pl)
-	if pl.Artifact.Digest != pr.Artifact.Digest || pl.BaseFrom == "" {
-		t.Errorf("pulled %s (base from %q), pushed %s", pl.Artifact.Digest, pl.BaseFrom, pr.Artifact.Digest)
-	}
-	code, v := check(t, c, ns, withRef(s, out), pinned)
-	wantRefused(t, code, v, 0, "", "")
-
 	t.Run("a pull that finally fails stores nothing", func(t *testing.T) {
 		// Every request for the base's layer fails: the artifact is fetched
-		// into the temporary lease first, then the base fails for good.
+		// into the temporary lease first, then the base fails for good. (c
+		// has none of it yet: containerd shares blobs between namespaces.)
 		broken := harness.StartFlakyProxy(t, reg)
 		broken.Fails = 1 << 30
 		broken.Only = func(object string) bool { return object == bb.Image.Layers[0].Digest.String() }
@@ -350,6 +340,28 @@ func TestRegistryFlakyNetwork(t *testing.T) {
 			t.Errorf("a failed pull left %d leases", n)
 		}
 	})
+
+	ns := c.NewNamespace()
+	out := filepath.Join(t.TempDir(), "ref.json")
+	code, stdout, stderr = srcliEnv(t, c, ns, env, "--debug", "pull", "--plain-http", "--trust", s.pub, target, "--out", out)
+	if code != 0 {
+		t.Fatalf("pull through the flaky proxy: exit %d\n%s\nstderr:\n%s\nproxy: %v", code, stdout, stderr, proxy.Events())
+	}
+	for _, want := range []string{"503 GET", "reset GET"} {
+		if proxy.Count(want) == 0 {
+			t.Errorf("the proxy never did %q: %v", want, proxy.Events())
+		}
+	}
+	if !strings.Contains(stderr, "retrying blob transfer") {
+		t.Errorf("pull --debug stderr lacks a blob retry:\n%s", stderr)
+	}
+	var pl containerd.PullResult
+	json.Unmarshal(stdout, &pl)
+	if pl.Artifact.Digest != pr.Artifact.Digest || pl.BaseFrom == "" {
+		t.Errorf("pulled %s (base from %q), pushed %s", pl.Artifact.Digest, pl.BaseFrom, pr.Artifact.Digest)
+	}
+	code, v := check(t, c, ns, withRef(s, out), pinned)
+	wantRefused(t, code, v, 0, "", "")
 }
 
 func TestRegistryRunsByGeneration(t *testing.T) {

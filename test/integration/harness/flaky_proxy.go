@@ -59,7 +59,9 @@ func StartFlakyProxy(t testing.TB, reg *Registry) *FlakyProxy {
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(up)
-			pr.Out.Host = up.Host
+			// Keep the client's Host: the registry builds upload Locations
+			// from it, so the upload's PUT comes through the proxy too.
+			pr.Out.Host = pr.In.Host
 		},
 		Transport: &http.Transport{Proxy: nil},
 	}
