@@ -144,7 +144,7 @@ func (r *Registry) Resolver(ctx context.Context) remotes.Resolver {
 // 403, "registry HOST: permission denied" wrapping
 // errdefs.ErrPermissionDenied (both name the credential file); an
 // untrusted certificate, "registry HOST: its certificate chains to a CA
-// trusted neither …". The CLI exits 1 for all. Other errors are returned as
+// …" naming the CA file. The CLI exits 1 for all. Other errors are returned as
 // they are.
 func (r *Registry) registryError(host string, err error) error {
 	if err == nil {
@@ -158,11 +158,10 @@ func (r *Registry) registryError(host string, err error) error {
 	}
 	var ua x509.UnknownAuthorityError
 	if errors.As(err, &ua) {
-		ca := "no CA file"
-		if r.opts.CACertFile != "" {
-			ca = "CA file " + r.opts.CACertFile
+		if r.opts.CACertFile == "" {
+			return fmt.Errorf("registry %s: its certificate chains to a CA the system pool does not trust, and no CA file was given: %w", host, err)
 		}
-		return fmt.Errorf("registry %s: its certificate chains to a CA trusted neither by the system pool nor by the %s: %w", host, ca, err)
+		return fmt.Errorf("registry %s: its certificate chains to a CA trusted neither by the system pool nor by CA file %s: %w", host, r.opts.CACertFile, err)
 	}
 	return err
 }

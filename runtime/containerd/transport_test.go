@@ -110,7 +110,7 @@ func TestRegistryResolveTLSAndAuth(t *testing.T) {
 		}
 		_, _, err = reg.Resolver(ctx).Resolve(ctx, ref)
 		err = reg.registryError(f.host, err)
-		if err == nil || !strings.Contains(err.Error(), "registry "+f.host+": its certificate chains to a CA trusted neither") {
+		if err == nil || !strings.Contains(err.Error(), "registry "+f.host+": its certificate chains to a CA the system pool does not trust") {
 			t.Errorf("err %v, want a certificate error naming %s", err, f.host)
 		}
 	})
