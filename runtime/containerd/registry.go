@@ -182,7 +182,7 @@ func fetchSmall(ctx context.Context, f remotes.Fetcher, desc ocispec.Descriptor,
 		return nil, fmt.Errorf("%s %s: %d bytes, more than %d: %w", what, desc.Digest, desc.Size, snapshot.MaxArtifactMetadata, snapshot.ErrArtifactRefused)
 	}
 	var b []byte
-	err := RetryBlob(ctx, p, func() error {
+	err := RetryBlob(ctx, p, func(ctx context.Context) error {
 		rc, err := f.Fetch(ctx, desc)
 		if err != nil {
 			return fmt.Errorf("fetch %s %s from %s: %w", what, desc.Digest, src, err)

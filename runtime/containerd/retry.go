@@ -96,16 +96,20 @@ func (p RetryPolicy) next(start time.Time, attempt int, retryAfter time.Duration
 // RetryBlob runs fn, the whole transfer of one descriptor (a push or a
 // fetch, which a retrying transport cannot replay: its body streams), and
 // redoes it whole while it fails transiently, within p (docs/design.md
-// "Moving runs", per-blob retries). Each retry is logged at debug level
-// with the error, which should name the blob. It returns nil, fn's first
-// error that is not transient, or its last error, annotated with the
-// number of attempts when there was more than one; ctx ending stops the
-// waits and returns ctx.Err().
-func RetryBlob(ctx context.Context, p RetryPolicy, fn func() error) error {
+// "Moving runs", per-blob retries). fn must make its requests with the
+// context it is given: Registry's transport sends those once (it still
+// honours Retry-After), since the attempt as a whole is what is retried —
+// so p bounds the blob's attempts and time, not a product of two policies.
+// Each retry is logged at debug level with the error, which should name
+// the blob. It returns nil, fn's first error that is not transient, or its
+// last error, annotated with the number of attempts when there was more
+// than one; ctx ending stops the waits and returns ctx.Err().
+func RetryBlob(ctx context.Context, p RetryPolicy, fn func(ctx context.Context) error) error {
 	p = p.withDefaults()
 	start := time.Now()
+	inner := context.WithValue(ctx, blobAttemptKey{}, true)
 	for attempt := 1; ; attempt++ {
-		err := fn()
+		err := fn(inner)
 		if err == nil {
 			return nil
 		}
@@ -123,6 +127,9 @@ func RetryBlob(ctx context.Context, p RetryPolicy, fn func() error) error {
 		}
 	}
 }
+
+// blobAttemptKey marks the context of one RetryBlob attempt.
+type blobAttemptKey struct{}
 
 func annotateAttempts(err error, attempts int, start time.Time) error {
 	if attempts == 1 {
@@ -224,13 +231,14 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 }
 
 // retryTransport retries requests that can be sent again as they are —
-// those without a body (GET and HEAD of manifests, blobs and tag lists, the
-// POST that opens an upload) — on network errors and retryableStatus
-// responses, within policy (docs/design.md "Moving runs": manifest, HEAD
-// and tag requests may retry at the transport). A request with a body is
-// sent once: containerd streams uploads through a pipe whose GetBody opens
-// a new pipe to the same writer, so replaying it here would reset the
-// stream under the writer; RetryBlob redoes those whole. A 429 or 503 with
+// those without a body (GET and HEAD of manifests and tag lists, the token
+// requests) — on network errors and retryableStatus responses, within
+// policy (docs/design.md "Moving runs": manifest, HEAD and tag requests may
+// retry at the transport). A request with a body is sent once: containerd
+// streams uploads through a pipe whose GetBody opens a new pipe to the
+// same writer, so replaying it here would reset the stream under the
+// writer. A request made within a RetryBlob attempt is sent once too: the
+// attempt is redone whole. A 429 or 503 with
 // Retry-After that is handed back (a request sent once, or the last
 // attempt) is handed back no sooner than Retry-After says, within
 // MaxElapsed, so that a retry at any level honours it.
@@ -242,7 +250,7 @@ type retryTransport struct {
 // RoundTrip implements http.RoundTripper.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := time.Now()
-	if req.Body != nil && req.Body != http.NoBody {
+	if (req.Body != nil && req.Body != http.NoBody) || req.Context().Value(blobAttemptKey{}) != nil {
 		resp, err := t.base.RoundTrip(req)
 		if err == nil {
 			t.holdForRetryAfter(req, resp, start)

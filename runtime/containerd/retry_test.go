@@ -58,7 +58,7 @@ func TestRetryBlob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			calls := 0
-			err := RetryBlob(context.Background(), fastPolicy(&buf, tc.attempts), func() error {
+			err := RetryBlob(context.Background(), fastPolicy(&buf, tc.attempts), func(context.Context) error {
 				calls++
 				if calls <= len(tc.errs) {
 					return tc.errs[calls-1]
@@ -92,7 +92,7 @@ func TestRetryBlobElapsedAndContext(t *testing.T) {
 		p := RetryPolicy{MaxAttempts: 100, MaxElapsed: 60 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
 		start := time.Now()
 		calls := 0
-		err := RetryBlob(context.Background(), p, func() error { calls++; return httpStatusErr(503) })
+		err := RetryBlob(context.Background(), p, func(context.Context) error { calls++; return httpStatusErr(503) })
 		if err == nil || calls >= 100 {
 			t.Fatalf("calls %d, err %v: want the time bound to stop it", calls, err)
 		}
@@ -105,7 +105,7 @@ func TestRetryBlobElapsedAndContext(t *testing.T) {
 		p := RetryPolicy{MaxAttempts: 5, MaxElapsed: time.Minute, Backoff: 10 * time.Second, MaxBackoff: 10 * time.Second}
 		go func() { time.Sleep(20 * time.Millisecond); cancel() }()
 		start := time.Now()
-		err := RetryBlob(ctx, p, func() error { return httpStatusErr(503) })
+		err := RetryBlob(ctx, p, func(context.Context) error { return httpStatusErr(503) })
 		if !errors.Is(err, context.Canceled) || time.Since(start) > 2*time.Second {
 			t.Errorf("err %v after %s, want context.Canceled at once", err, time.Since(start))
 		}
@@ -200,6 +200,32 @@ func TestRetryTransport(t *testing.T) {
 			if strings.Contains(buf.String(), "secret") {
 				t.Errorf("the log shows the query: %s", buf.String())
 			}
+		}
+	})
+	t.Run("within a blob attempt a request is sent once", func(t *testing.T) {
+		srv, n := flakyServer(t, 100, http.StatusServiceUnavailable, "")
+		var buf bytes.Buffer
+		p := fastPolicy(&buf, 3)
+		tr := &retryTransport{base: http.DefaultTransport, policy: p.withDefaults()}
+		calls := 0
+		err := RetryBlob(context.Background(), p, func(ctx context.Context) error {
+			calls++
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return httpStatusErr(resp.StatusCode)
+		})
+		if err == nil || calls != 3 || n.Load() != 3 {
+			t.Errorf("%d attempts, %d requests (%v); want 3 and 3: the blob's policy alone bounds them", calls, n.Load(), err)
+		}
+		if strings.Contains(buf.String(), "retrying registry request") {
+			t.Errorf("the transport retried inside a blob attempt:\n%s", buf.String())
 		}
 	})
 	t.Run("attempts bound hands back the last response", func(t *testing.T) {

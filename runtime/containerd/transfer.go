@@ -49,7 +49,7 @@ func pushTree(ctx context.Context, pusher remotes.Pusher, store content.Provider
 	}
 	push := remotes.PushHandler(pusher, store)
 	one := func(ctx context.Context, d ocispec.Descriptor) error {
-		return RetryBlob(ctx, p, func() error {
+		return RetryBlob(ctx, p, func(ctx context.Context) error {
 			if _, err := push(ctx, d); err != nil && !errdefs.IsAlreadyExists(err) {
 				return fmt.Errorf("push %s %s to %s: %w", kind(d), d.Digest, ref, native(err))
 			}
@@ -79,7 +79,7 @@ func pushTree(ctx context.Context, pusher remotes.Pusher, store content.Provider
 // truncated by containerd's writer). A blob already present is no error.
 // Errors name what, the digest and the source.
 func fetchBlob(ctx context.Context, cs content.Ingester, fetcher remotes.Fetcher, desc ocispec.Descriptor, what, src string, p RetryPolicy) error {
-	return RetryBlob(ctx, p, func() error {
+	return RetryBlob(ctx, p, func(ctx context.Context) error {
 		err := native(remotes.Fetch(ctx, cs, fetcher, desc))
 		if err != nil && !errdefs.IsAlreadyExists(err) {
 			return fmt.Errorf("fetch %s %s from %s: %w", what, desc.Digest, src, err)

@@ -79,6 +79,14 @@ func (p *FlakyProxy) Events() []string {
 	return append([]string(nil), p.events...)
 }
 
+// Forget makes the proxy fail the next Fails requests of every object
+// again, as if it had seen none (the events stay).
+func (p *FlakyProxy) Forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.seen)
+}
+
 // Count is how many events start with prefix ("503 PUT", "reset GET").
 func (p *FlakyProxy) Count(prefix string) int {
 	n := 0
