@@ -21,10 +21,16 @@ import (
 // Defaults of RetryPolicy's zero fields (docs/design.md "Moving runs":
 // retries are bounded in attempts and in total time).
 const (
+	// DefaultMaxAttempts is the most attempts of one blob or request, the
+	// first included.
 	DefaultMaxAttempts = 5
-	DefaultMaxElapsed  = 2 * time.Minute
-	DefaultBackoff     = 250 * time.Millisecond
-	DefaultMaxBackoff  = 10 * time.Second
+	// DefaultMaxElapsed bounds the time from the first attempt to the end
+	// of the last wait.
+	DefaultMaxElapsed = 2 * time.Minute
+	// DefaultBackoff is the wait before the first retry (before jitter).
+	DefaultBackoff = 250 * time.Millisecond
+	// DefaultMaxBackoff caps the doubling waits.
+	DefaultMaxBackoff = 10 * time.Second
 )
 
 // RetryPolicy bounds the retries of one blob transfer (RetryBlob) and of
