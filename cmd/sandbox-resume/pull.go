@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 
 	"github.com/spf13/cobra"
@@ -13,8 +13,8 @@ import (
 // newPullCmd is `pull [--plain-http] [--registry-config F]
 // [--registry-cacert F] --trust PUB|DIR (REG/REPO:TAG | REG/REPO@DIGEST |
 // REG/REPO --run RUN) --out ref.json` (docs/design.md "Moving runs"):
-// containerd.Runtime.Pull fetches and verifies the artifact, and the base
-// by digest when it is missing.
+// migrate.Pull fetches and verifies the artifact, and the base by digest
+// when it is missing.
 func newPullCmd(g *globalOptions) *cobra.Command {
 	var trustPath, out, run string
 	var rf registryFlags
@@ -46,14 +46,14 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return err
 			}
-			var popts []containerd.MoveOption
+			var popts []migrate.Option
 			switch {
 			case run != "" && !source.Bare():
 				return usageErrorf("pull: --run needs a repository without tag or digest (REG/REPO), not %s", args[0])
 			case run != "" && !snapshot.ValidRunID(run):
 				return usageErrorf("pull: --run %q is not a run id ([a-z0-9]+([._-][a-z0-9]+)*, at most %d characters)", run, snapshot.MaxRunIDLen)
 			case run != "":
-				popts = append(popts, containerd.WithRun(run))
+				popts = append(popts, migrate.WithRun(run))
 			case source.Bare():
 				return usageErrorf("pull: %s names no tag or digest; give REG/REPO:TAG, or --run RUN for the run's latest generation", args[0])
 			}
@@ -61,7 +61,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return err
 			}
-			reg, err := rf.registry(cmd, g)
+			tr, err := rf.transport(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			defer rt.Close()
 			progress, done := moveProgress(cmd)
-			res, err := rt.Pull(ctx, source, trust, reg, append(popts, progress...)...)
+			res, err := migrate.Pull(ctx, rt, rt.Registry(tr), source, trust, append(popts, progress...)...)
 			done()
 			if err != nil {
 				return err

@@ -26,16 +26,16 @@ func (f *registryFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.caCert, "registry-cacert", "", "PEM file of CA certificates trusted for the registry, in addition to the system pool")
 }
 
-// registry opens the credential store and CA file the flags name; a file
+// transport opens the credential store and CA file the flags name; a file
 // that is missing or does not decode is bad input (exit 2). Retries are
 // logged on the command's stderr under --debug.
-func (f *registryFlags) registry(cmd *cobra.Command, g *globalOptions) (*containerd.Registry, error) {
+func (f *registryFlags) transport(cmd *cobra.Command, g *globalOptions) (*containerd.Transport, error) {
 	// containerd's resolver logs each failed request at info level on
 	// stderr (logrus); the error returned says it once. --debug keeps them.
 	if !g.debug {
 		_ = log.SetLevel("warn")
 	}
-	reg, err := containerd.NewRegistry(containerd.RegistryOptions{
+	tr, err := containerd.NewTransport(containerd.RegistryOptions{
 		ConfigFile: f.config,
 		CACertFile: f.caCert,
 		PlainHTTP:  f.plainHTTP,
@@ -44,7 +44,7 @@ func (f *registryFlags) registry(cmd *cobra.Command, g *globalOptions) (*contain
 	if err != nil {
 		return nil, badInput(err)
 	}
-	return reg, nil
+	return tr, nil
 }
 
 // logger is the slog.Logger libraries log through: debug records on the

@@ -45,23 +45,23 @@ func openCredentials(configFile string) (credentials.Store, string, error) {
 // credential returns the credential for a registry host ("host[:port]";
 // docker.io's registry-1.docker.io is looked up under Docker's key
 // "https://index.docker.io/v1/"), running a credential helper at most once
-// per host for the life of r. No entry is the empty credential, not an
+// per host for the life of t. No entry is the empty credential, not an
 // error. Errors (a helper that fails or is not on PATH) name the host and
 // the config file.
-func (r *Registry) credential(ctx context.Context, host string) (auth.Credential, error) {
-	r.mu.Lock()
-	c, ok := r.creds[host]
-	r.mu.Unlock()
+func (t *Transport) credential(ctx context.Context, host string) (auth.Credential, error) {
+	t.mu.Lock()
+	c, ok := t.creds[host]
+	t.mu.Unlock()
 	if ok {
 		return c, nil
 	}
-	c, err := credentials.Credential(r.store)(ctx, host)
+	c, err := credentials.Credential(t.store)(ctx, host)
 	if err != nil {
-		return auth.EmptyCredential, fmt.Errorf("registry %s: credentials from %s: %w", host, r.configPath, err)
+		return auth.EmptyCredential, fmt.Errorf("registry %s: credentials from %s: %w", host, t.configPath, err)
 	}
-	r.mu.Lock()
-	r.creds[host] = c
-	r.mu.Unlock()
+	t.mu.Lock()
+	t.creds[host] = c
+	t.mu.Unlock()
 	return c, nil
 }
 
@@ -69,9 +69,9 @@ func (r *Registry) credential(ctx context.Context, host string) (auth.Credential
 // and password, or, for an identity token, an empty username and the token
 // (containerd then asks the token service with it as a refresh token).
 // ctx bounds the helpers it runs.
-func (r *Registry) containerdCreds(ctx context.Context) func(host string) (string, string, error) {
+func (t *Transport) containerdCreds(ctx context.Context) func(host string) (string, string, error) {
 	return func(host string) (string, string, error) {
-		c, err := r.credential(ctx, host)
+		c, err := t.credential(ctx, host)
 		if err != nil {
 			return "", "", err
 		}
@@ -79,7 +79,7 @@ func (r *Registry) containerdCreds(ctx context.Context) func(host string) (strin
 			return "", c.RefreshToken, nil
 		}
 		if c.Username == "" && c.Password == "" && c.AccessToken != "" {
-			return "", "", fmt.Errorf("registry %s: credentials from %s hold only a registry token, which containerd's resolver cannot send: %w", host, r.configPath, errors.ErrUnsupported)
+			return "", "", fmt.Errorf("registry %s: credentials from %s hold only a registry token, which containerd's resolver cannot send: %w", host, t.configPath, errors.ErrUnsupported)
 		}
 		return c.Username, c.Password, nil
 	}

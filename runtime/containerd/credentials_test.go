@@ -58,7 +58,7 @@ func TestCredentialLookup(t *testing.T) {
 	}`)
 	t.Setenv("DOCKER_CONFIG", dir)
 	t.Setenv("HOME", t.TempDir()) // the default must come from DOCKER_CONFIG
-	reg, err := NewRegistry(RegistryOptions{})
+	reg, err := NewTransport(RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestCredentialsConfigFile(t *testing.T) {
 	writeHelper(t, "srtest")
 	dir := t.TempDir()
 	p := writeConfig(t, dir, `{"credsStore": "srtest"}`)
-	reg, err := NewRegistry(RegistryOptions{ConfigFile: p})
+	reg, err := NewTransport(RegistryOptions{ConfigFile: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,29 +103,29 @@ func TestCredentialsConfigFile(t *testing.T) {
 
 	t.Run("absent default is no credentials", func(t *testing.T) {
 		t.Setenv("DOCKER_CONFIG", filepath.Join(t.TempDir(), "none"))
-		if _, err := NewRegistry(RegistryOptions{}); err != nil {
+		if _, err := NewTransport(RegistryOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("missing --registry-config", func(t *testing.T) {
-		_, err := NewRegistry(RegistryOptions{ConfigFile: filepath.Join(dir, "nope.json")})
+		_, err := NewTransport(RegistryOptions{ConfigFile: filepath.Join(dir, "nope.json")})
 		if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "nope.json") {
 			t.Errorf("err %v", err)
 		}
 	})
 	t.Run("malformed", func(t *testing.T) {
 		bad := writeConfig(t, t.TempDir(), `{"auths": [1]}`)
-		_, err := NewRegistry(RegistryOptions{ConfigFile: bad})
+		_, err := NewTransport(RegistryOptions{ConfigFile: bad})
 		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), bad) {
 			t.Errorf("err %v", err)
 		}
 	})
 	t.Run("CA file", func(t *testing.T) {
-		_, err := NewRegistry(RegistryOptions{CACertFile: p}) // JSON, no PEM
+		_, err := NewTransport(RegistryOptions{CACertFile: p}) // JSON, no PEM
 		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "no PEM certificate") {
 			t.Errorf("err %v", err)
 		}
-		_, err = NewRegistry(RegistryOptions{CACertFile: filepath.Join(dir, "ca.pem")})
+		_, err = NewTransport(RegistryOptions{CACertFile: filepath.Join(dir, "ca.pem")})
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("err %v", err)
 		}

@@ -2,394 +2,114 @@ package containerd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
-	"github.com/containerd/containerd/v2/core/remotes"
-	"github.com/containerd/containerd/v2/core/remotes/docker"
-	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
-// RemoteRef is a parsed registry reference for push and pull
-// (distribution/reference): REG/REPO:TAG, REG/REPO@sha256:… (pull), or
-// REG/REPO alone (push tags the run's generation; pull picks a run's
-// latest generation, docs/design.md "Moving runs").
-type RemoteRef struct {
-	Named reference.Named
-	// Repo is the repository without tag or digest ("127.0.0.1:5000/runs").
-	Repo string
-	// Loopback reports whether the registry host is a loopback address or
-	// localhost (docker.MatchLocalhost): only those may use plain HTTP.
-	Loopback bool
+// Registry is the registry transport of migrate.Push and migrate.Pull over
+// containerd's docker resolver and a Transport (credentials, CA, retries,
+// tag listing), reading from and storing into the content store of the
+// Runtime that made it.
+type Registry struct {
+	r *Runtime
+	t *Transport
 }
 
-// Tag is the reference's tag, or "" when it has none.
-func (r *RemoteRef) Tag() string {
-	if t, ok := r.Named.(reference.Tagged); ok {
-		return t.Tag()
-	}
-	return ""
-}
+var _ migrate.Registry = (*Registry)(nil)
 
-// Bare reports whether the reference names only a repository: no tag, no
-// digest.
-func (r *RemoteRef) Bare() bool {
-	_, digested := r.Named.(reference.Digested)
-	return r.Tag() == "" && !digested
-}
+// Registry returns the registry transport over r's content store that
+// reaches registries through t (NewTransport; t must not be nil). With
+// t's PlainHTTP, loopback registries (and only those) are reached over
+// plain HTTP; the CLI accepts plain HTTP for loopback references only.
+func (r *Runtime) Registry(t *Transport) *Registry { return &Registry{r: r, t: t} }
 
-// Host is the registry host ("127.0.0.1:5000", "docker.io").
-func (r *RemoteRef) Host() string { return reference.Domain(r.Named) }
-
-// ParseRemoteRef parses a registry reference with
-// reference.ParseNormalizedNamed ("runs:1" is docker.io/library/runs:1). It
-// may carry a tag, or neither tag nor digest, or, when allowDigest, a
-// digest. Errors wrap errdefs.ErrInvalidArgument and quote the reference.
-func ParseRemoteRef(s string, allowDigest bool) (*RemoteRef, error) {
-	named, err := reference.ParseNormalizedNamed(s)
+// refHost is the registry host of a reference string ("" when it does not
+// parse; the resolver then says why).
+func refHost(ref string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
-		return nil, fmt.Errorf("registry reference %q: %w: %w", s, errdefs.ErrInvalidArgument, err)
+		return ""
 	}
-	if _, digested := named.(reference.Digested); digested && !allowDigest {
-		return nil, fmt.Errorf("registry reference %q: a digest is not accepted here (REG/REPO[:TAG]): %w", s, errdefs.ErrInvalidArgument)
-	}
-	loop, err := docker.MatchLocalhost(reference.Domain(named))
-	if err != nil {
-		loop = false
-	}
-	return &RemoteRef{Named: named, Repo: named.Name(), Loopback: loop}, nil
+	return reference.Domain(named)
 }
 
-// PushResult is what Push sent.
-type PushResult struct {
-	Target   string             `json:"target"` // REG/REPO:TAG
-	Run      string             `json:"run"`
-	Artifact ocispec.Descriptor `json:"artifact"`
-	// Base lists the base digests pushed by digest to the same
-	// repository: the platform manifest, then the index when complete.
-	Base []string `json:"base"`
+// Resolve implements migrate.Registry (remotes.Resolver.Resolve, with a
+// new resolver; its requests retry at the transport).
+func (g *Registry) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
+	_, desc, err := g.t.Resolver(ctx).Resolve(ctx, ref)
+	if err != nil {
+		return ocispec.Descriptor{}, g.t.registryError(refHost(ref), native(err))
+	}
+	return desc, nil
 }
 
-// Push pushes the run recorded in refFile to a registry (docs/design.md
-// "Moving runs"): StoreArtifact; then, each with a new resolver of reg, the
-// base image's platform manifest with its config and layers by digest to
-// the same repository (REPO@<manifestDigest>), its index by digest too
-// when the index and every child are complete in the content store, and
-// the artifact manifest with its config and layer under target's tag, or,
-// when target is a bare REG/REPO, under GenerationTag(run, generation).
-// Each descriptor's push is redone whole on a transient failure
-// (reg.RetryPolicy). A nil reg is NewRegistry's defaults.
-//
-// Errors: those of StoreArtifact (2, 5, 6, 7), snapshot.ErrImageUnresolved
-// when the base's config or a layer is absent, registry errors (exit 1)
-// naming the reference and digest; refused credentials wrap
-// errdefs.ErrUnauthenticated (or ErrPermissionDenied) and name the
-// registry.
-//
-// With WithProgress the blob bytes read for sending are reported in the
-// phases "push base" (total: the base blobs' sizes) and "push" (the
-// artifact's); blobs the registry already has are not read.
-func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, reg *Registry, opts ...MoveOption) (*PushResult, error) {
-	o := collectMoveOptions(opts)
-	reg, err := orDefaultRegistry(reg)
+// Fetch implements migrate.Registry (remotes.Fetcher.Fetch). Opening the
+// blob retries at the transport; a body that breaks off is the caller's
+// to read again.
+func (g *Registry) Fetch(ctx context.Context, ref string, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	f, err := g.t.Resolver(ctx).Fetcher(ctx, ref)
 	if err != nil {
-		return nil, err
+		return nil, g.t.registryError(refHost(ref), fmt.Errorf("fetch %s: %w", ref, err))
 	}
-	art, err := r.StoreArtifact(ctx, refFile)
+	rc, err := f.Fetch(ctx, desc)
 	if err != nil {
-		return nil, err
+		return nil, g.t.registryError(refHost(ref), native(err))
 	}
-	tag := target.Tag()
-	if tag == "" {
-		tag = GenerationTag(art.Ref.Run, generationOf(art.Ref))
-	}
-	res := &PushResult{Target: target.Repo + ":" + tag, Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
-	base, err := r.completeBase(ctx, art.Ref, art.Base)
-	if err != nil {
-		return nil, err
-	}
-	descs := []ocispec.Descriptor{art.Base}
-	if base.Digest != art.Base.Digest {
-		descs = append(descs, base) // the index, after its platform manifest
-	}
-	o.progress.Phase("push base", r.treeSize(ctx, base))
-	for _, d := range descs {
-		ref := target.Repo + "@" + d.Digest.String()
-		if err := pushContent(ctx, r, reg, target.Host(), ref, d, o.progress); err != nil {
-			return nil, err
-		}
-		res.Base = append(res.Base, d.Digest.String())
-	}
-	ref := target.Repo + ":" + tag + "@" + art.Manifest.Digest.String()
-	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.RootfsDiff.Size)
-	if err := pushContent(ctx, r, reg, target.Host(), ref, art.Manifest, o.progress); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return rc, nil
 }
 
-// orDefaultRegistry is reg, or NewRegistry's defaults when reg is nil.
-func orDefaultRegistry(reg *Registry) (*Registry, error) {
-	if reg != nil {
-		return reg, nil
+// FetchToStore implements migrate.Registry under the lease: one blob with
+// remotes.Fetch, or, with tree, desc and every child with images.Dispatch
+// over images.ChildrenHandler, each blob's fetch redone whole on a
+// transient failure (RetryBlob with the Transport's policy). The content
+// store's ingest checks each blob's size and digest; a blob it has is not
+// fetched again. Errors name the digest and the reference.
+func (g *Registry) FetchToStore(ctx context.Context, ref, lease string, desc ocispec.Descriptor, tree bool, p migrate.Progress) error {
+	f, err := g.t.Resolver(ctx).Fetcher(ctx, ref)
+	if err != nil {
+		return g.t.registryError(refHost(ref), fmt.Errorf("fetch %s: %w", ref, err))
 	}
-	return NewRegistry(RegistryOptions{})
+	fetcher := progressFetcher{Fetcher: f, p: p}
+	lctx := leases.WithLease(ctx, lease)
+	cs := g.r.client.ContentStore()
+	policy := g.t.RetryPolicy()
+	if !tree {
+		return g.t.registryError(refHost(ref), fetchBlob(lctx, cs, fetcher, desc, kind(desc), ref, policy))
+	}
+	h := images.Handlers(retryingFetchHandler(cs, fetcher, ref, policy), images.ChildrenHandler(cs))
+	if err := images.Dispatch(lctx, h, nil, desc); err != nil {
+		return g.t.registryError(refHost(ref), native(err))
+	}
+	return nil
 }
 
-func pushContent(ctx context.Context, r *Runtime, reg *Registry, host, ref string, desc ocispec.Descriptor, p Progress) error {
-	pusher, err := reg.Resolver(ctx).Pusher(ctx, ref)
+// Push implements migrate.Registry: desc and everything under it, each
+// descriptor's push redone whole on a transient failure (pushTree), with a
+// new resolver per call (a reused one silently skips a second push of a
+// digest it pushed before, to any repository — measured), blobs read
+// ahead readBufferSize bytes at a time.
+func (g *Registry) Push(ctx context.Context, ref string, desc ocispec.Descriptor, p migrate.Progress) error {
+	pusher, err := g.t.Resolver(ctx).Pusher(ctx, ref)
 	if err != nil {
-		return reg.registryError(host, fmt.Errorf("push %s: %w", ref, err))
+		return g.t.registryError(refHost(ref), fmt.Errorf("push %s: %w", ref, err))
 	}
-	var store content.Provider = readAheadProvider{r.client.ContentStore()}
-	if _, quiet := p.(noProgress); !quiet {
+	var store content.Provider = readAheadProvider{g.r.client.ContentStore()}
+	if _, quiet := p.(migrate.NoProgress); !quiet && p != nil {
 		store = progressProvider{Provider: store, p: p}
 	}
-	return reg.registryError(host, pushTree(ctx, pusher, store, desc, ref, reg.RetryPolicy()))
+	return g.t.registryError(refHost(ref), pushTree(ctx, pusher, store, desc, ref, g.t.RetryPolicy()))
 }
 
-// PullResult is what Pull fetched.
-type PullResult struct {
-	Source   string             `json:"source"`
-	Run      string             `json:"run"`
-	Manifest string             `json:"manifest"` // the ref's manifest address
-	Pinned   bool               `json:"pinned"`
-	Artifact ocispec.Descriptor `json:"artifact"`
-	Lease    string             `json:"lease"`
-	// BaseFrom is REG/REPO@<base.manifestDigest> when the base was missing
-	// and pulled from there, else empty.
-	BaseFrom string `json:"baseFrom,omitempty"`
-	// Ref and RefFile are the verified ref and its file's exact bytes.
-	Ref     *snapshot.Ref `json:"-"`
-	RefFile []byte        `json:"-"`
-}
-
-// fetchSmall fetches a blob of at most snapshot.MaxArtifactMetadata bytes
-// into memory, redone whole on a transient failure (RetryBlob with p), and
-// checks its size and digest. Errors name what, the digest and src.
-func fetchSmall(ctx context.Context, f remotes.Fetcher, desc ocispec.Descriptor, what, src string, p RetryPolicy) ([]byte, error) {
-	if desc.Size < 0 || desc.Size > snapshot.MaxArtifactMetadata {
-		return nil, fmt.Errorf("%s %s: %d bytes, more than %d: %w", what, desc.Digest, desc.Size, snapshot.MaxArtifactMetadata, snapshot.ErrArtifactRefused)
-	}
-	var b []byte
-	err := RetryBlob(ctx, p, func(ctx context.Context) error {
-		rc, err := f.Fetch(ctx, desc)
-		if err != nil {
-			return fmt.Errorf("fetch %s %s from %s: %w", what, desc.Digest, src, err)
-		}
-		defer rc.Close()
-		if b, err = io.ReadAll(io.LimitReader(rc, desc.Size+1)); err != nil {
-			return fmt.Errorf("fetch %s %s from %s: %w", what, desc.Digest, src, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) != desc.Size || digest.FromBytes(b) != desc.Digest {
-		return nil, fmt.Errorf("%s %s: %s sent %d bytes with digest %s: %w", what, desc.Digest, src, len(b), digest.FromBytes(b), snapshot.ErrArtifactRefused)
-	}
-	return b, nil
-}
-
-// remoteBlobs is a snapshot.BlobSource over an artifact manifest's
-// descriptors: sizes as the manifest states them, and the config fetched.
-type remoteBlobs struct {
-	sizes map[digest.Digest]int64
-	small map[digest.Digest][]byte
-}
-
-func (b *remoteBlobs) Blob(d digest.Digest) ([]byte, bool) { v, ok := b.small[d]; return v, ok }
-func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]; return v, ok }
-
-// WithRun makes Pull of a bare REG/REPO pull the highest generation of run:
-// it lists the repository's tags (Registry.Tags) and pulls
-// LatestGenerationTag's (docs/design.md "Moving runs", runs by generation).
-// It is ignored when the source names a tag or digest.
-func WithRun(run string) MoveOption {
-	return func(o *moveOptions) { o.run = run }
-}
-
-// Pull fetches a migration artifact from a registry (docs/design.md "Moving
-// runs"): it resolves source (REG/REPO:TAG, REG/REPO@sha256:…, or a bare
-// REG/REPO with WithRun: the run's highest generation tag), fetches the
-// artifact manifest and its config into memory (digest and size checked),
-// checks the artifact's shape and verifies its ref against trust with
-// snapshot.CheckArtifactManifest before using any field of it, then fetches
-// the manifest, config and layer into the content store under a temporary
-// lease (remotes.Fetch checks digest and size), checks the layer with
-// VerifyDiff, and, when the base platform manifest or any of its blobs is
-// missing here, fetches it from REG/REPO@<base.manifestDigest> — never by
-// tag, never from the recorded image name — with images.Dispatch. Each
-// blob's fetch is redone whole on a transient failure (reg.RetryPolicy).
-// Only when everything succeeded is it held by the run lease; otherwise the
-// temporary lease is dropped and nothing pulled stays. No image record is
-// created. A nil reg is NewRegistry's defaults.
-//
-// Errors: refusals wrap snapshot.ErrArtifactRefused (2); the ref's own are
-// OpenRef's (2, 6); a bare source without WithRun wraps
-// errdefs.ErrInvalidArgument; no tag of the run wraps errdefs.ErrNotFound;
-// registry errors (exit 1) name the reference and digest; refused
-// credentials wrap errdefs.ErrUnauthenticated (or ErrPermissionDenied) and
-// name the registry.
-//
-// With WithProgress the bytes fetched are reported in the phases "pull"
-// (total: the layer's size), "verify diff" (-1), and "pull base" (-1) when
-// the base is fetched.
-func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifest.KeyRing, reg *Registry, opts ...MoveOption) (*PullResult, error) {
-	o := collectMoveOptions(opts)
-	reg, err := orDefaultRegistry(reg)
-	if err != nil {
-		return nil, err
-	}
-	if source.Bare() {
-		if o.run == "" {
-			return nil, fmt.Errorf("pull %s: a tag, a digest or a run is needed: %w", source.Repo, errdefs.ErrInvalidArgument)
-		}
-		if source, _, err = reg.latestRunRef(ctx, source, o.run); err != nil {
-			return nil, err
-		}
-	}
-	policy := reg.RetryPolicy()
-	host := source.Host()
-	src := source.Named.String()
-	resolver := reg.Resolver(ctx)
-	_, desc, err := resolver.Resolve(ctx, src)
-	if err != nil {
-		return nil, reg.registryError(host, fmt.Errorf("resolve %s: %w", src, native(err)))
-	}
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, fmt.Errorf("%s is a %q, not an OCI image manifest: %w", src, desc.MediaType, snapshot.ErrArtifactRefused)
-	}
-	fetcher, err := resolver.Fetcher(ctx, src)
-	if err != nil {
-		return nil, reg.registryError(host, fmt.Errorf("fetch %s: %w", src, err))
-	}
-	body, err := fetchSmall(ctx, fetcher, desc, "artifact manifest", src, policy)
-	if err != nil {
-		return nil, reg.registryError(host, err)
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, fmt.Errorf("artifact manifest %s: %v: %w", desc.Digest, err, snapshot.ErrArtifactRefused)
-	}
-	blobs := &remoteBlobs{sizes: map[digest.Digest]int64{}, small: map[digest.Digest][]byte{}}
-	for _, l := range m.Layers {
-		blobs.sizes[l.Digest] = l.Size
-	}
-	if m.Config.MediaType == snapshot.MediaTypeRef {
-		cfg, err := fetchSmall(ctx, fetcher, m.Config, "artifact config", src, policy)
-		if err != nil {
-			return nil, reg.registryError(host, err)
-		}
-		blobs.sizes[m.Config.Digest], blobs.small[m.Config.Digest] = m.Config.Size, cfg
-	}
-	mdesc := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
-	art, err := snapshot.CheckArtifactManifest(blobs, mdesc, body, trust)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-
-	tmp, done, err := r.tempLease(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	lctx := leases.WithLease(ctx, tmp)
-	cfgDesc := ocispec.Descriptor{MediaType: snapshot.MediaTypeRef, Digest: digest.FromBytes(art.RefFile), Size: int64(len(art.RefFile))}
-	if err := r.writeSmall(lctx, "pull-"+cfgDesc.Digest.Encoded(), cfgDesc, art.RefFile); err != nil {
-		return nil, err
-	}
-	if err := r.writeSmall(lctx, "pull-"+mdesc.Digest.Encoded(), mdesc, body); err != nil {
-		return nil, err
-	}
-	o.progress.Phase("pull", art.Layer.Size)
-	if err := fetchBlob(lctx, r.client.ContentStore(), progressFetcher{Fetcher: fetcher, p: o.progress}, art.Layer, "layer", src, policy); err != nil {
-		return nil, reg.registryError(host, err)
-	}
-	o.progress.Phase("verify diff", -1)
-	if err := r.VerifyDiff(ctx, art.Ref.RootfsDiff); err != nil {
-		return nil, err
-	}
-	held := []digest.Digest{mdesc.Digest, cfgDesc.Digest, art.Layer.Digest}
-
-	res := &PullResult{
-		Source: src, Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
-		Artifact: mdesc, Ref: art.Ref, RefFile: art.RefFile,
-	}
-	baseDigests, from, err := r.pullBase(lctx, source, art.Ref, reg, o.progress)
-	if err != nil {
-		return nil, err
-	}
-	res.BaseFrom = from
-	held = append(held, baseDigests...)
-	if res.Lease, err = r.holdRun(ctx, art.Ref, held...); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// pullBase makes the ref's base platform manifest, config and layers
-// present: when any is missing they are fetched from
-// REPO@<base.manifestDigest> into the lease in ctx, each blob redone whole
-// on a transient failure. It returns the base digests to hold and the
-// reference it fetched from ("" when nothing was missing).
-func (r *Runtime) pullBase(ctx context.Context, source *RemoteRef, ref *snapshot.Ref, reg *Registry, p Progress) ([]digest.Digest, string, error) {
-	md := ref.Base.ManifestDigest
-	missing, err := r.MissingContent(ctx, md)
-	if err != nil {
-		return nil, "", err
-	}
-	from := ""
-	if len(missing) > 0 {
-		host := source.Host()
-		from = source.Repo + "@" + md.String()
-		resolver := reg.Resolver(ctx)
-		_, desc, err := resolver.Resolve(ctx, from)
-		if err != nil {
-			return nil, "", reg.registryError(host, fmt.Errorf("resolve base %s: %w", from, native(err)))
-		}
-		if desc.Digest != md || !images.IsManifestType(desc.MediaType) {
-			return nil, "", fmt.Errorf("base %s resolved to a %q %s: %w", from, desc.MediaType, desc.Digest, snapshot.ErrArtifactRefused)
-		}
-		fetcher, err := resolver.Fetcher(ctx, from)
-		if err != nil {
-			return nil, "", reg.registryError(host, fmt.Errorf("fetch base %s: %w", from, err))
-		}
-		cs := r.client.ContentStore()
-		p.Phase("pull base", -1)
-		h := images.Handlers(retryingFetchHandler(cs, progressFetcher{Fetcher: fetcher, p: p}, from, reg.RetryPolicy()), images.ChildrenHandler(cs))
-		if err := images.Dispatch(ctx, h, nil, desc); err != nil {
-			return nil, "", reg.registryError(host, fmt.Errorf("fetch base %s: %w", from, native(err)))
-		}
-		if missing, err = r.MissingContent(ctx, md); err != nil {
-			return nil, "", err
-		}
-		if len(missing) > 0 {
-			return nil, "", fmt.Errorf("base %s: still missing %s after the fetch: %w", from, missing[0], snapshot.ErrImageUnresolved)
-		}
-	}
-	data, err := readBlob(ctx, r.client.ContentStore(), ocispec.Descriptor{Digest: md})
-	if err != nil {
-		return nil, "", fmt.Errorf("base manifest: %w", err)
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, "", fmt.Errorf("base manifest %s: %v: %w", md, err, snapshot.ErrArtifactRefused)
-	}
-	out := []digest.Digest{md, m.Config.Digest}
-	for _, l := range m.Layers {
-		out = append(out, l.Digest)
-	}
-	return out, from, nil
+// Tags implements migrate.Registry with Transport.Tags (the distribution
+// tags API, every page).
+func (g *Registry) Tags(ctx context.Context, repo string) ([]string, error) {
+	return g.t.Tags(ctx, repo)
 }

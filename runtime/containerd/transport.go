@@ -22,7 +22,7 @@ import (
 )
 
 // RegistryOptions says how push and pull reach registries (docs/design.md
-// "Moving runs"). The zero value reads credentials from the Docker config
+// "Moving runs"); NewTransport opens them. The zero value reads credentials from the Docker config
 // ($DOCKER_CONFIG/config.json, else ~/.docker/config.json), trusts the
 // system certificate pool, speaks https, and retries with the defaults of
 // RetryPolicy.
@@ -52,13 +52,13 @@ type RegistryOptions struct {
 	Logger *slog.Logger
 }
 
-// Registry is the registry transport of push and pull beyond containerd's
+// Transport is the registry transport of push and pull beyond containerd's
 // resolver (docs/design.md "Layout": credentials, CA, retries, tag
 // listing): it opens the credential store and the CA pool once, and hands
 // out a new resolver per push (a reused one silently skips a second push of
-// a digest, measured) over one retrying HTTP client. It is safe for
-// concurrent use.
-type Registry struct {
+// a digest, measured) over one retrying HTTP client. Runtime.Registry puts
+// it under migrate's Registry seam. It is safe for concurrent use.
+type Transport struct {
 	opts       RegistryOptions
 	store      credentials.Store
 	configPath string
@@ -66,14 +66,14 @@ type Registry struct {
 	client     *http.Client
 
 	mu    sync.Mutex
-	creds map[string]auth.Credential // by host, for the life of the Registry
+	creds map[string]auth.Credential // by host, for the life of the Transport
 }
 
-// NewRegistry opens the credential store and the CA file of opts. Errors
+// NewTransport opens the credential store and the CA file of opts. Errors
 // wrap errdefs.ErrInvalidArgument (and fs.ErrNotExist for a missing file)
 // and name the file: a config file that does not decode, a CA file with no
 // PEM certificate.
-func NewRegistry(opts RegistryOptions) (*Registry, error) {
+func NewTransport(opts RegistryOptions) (*Transport, error) {
 	store, path, err := openCredentials(opts.ConfigFile)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func NewRegistry(opts RegistryOptions) (*Registry, error) {
 		return nil, err
 	}
 	retry := RetryPolicy{MaxAttempts: opts.MaxAttempts, MaxElapsed: opts.MaxElapsed, Logger: opts.Logger}.withDefaults()
-	return &Registry{
+	return &Transport{
 		opts:       opts,
 		store:      store,
 		configPath: path,
@@ -112,24 +112,24 @@ func registryTLS(caFile string) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// RetryPolicy is the policy of r's retries (RegistryOptions' bounds and
+// RetryPolicy is the policy of t's retries (RegistryOptions' bounds and
 // logger, the defaults elsewhere), for RetryBlob around each blob transfer.
-func (r *Registry) RetryPolicy() RetryPolicy { return r.retry }
+func (t *Transport) RetryPolicy() RetryPolicy { return t.retry }
 
-// ConfigPath is the credential file r reads (it may not exist).
-func (r *Registry) ConfigPath() string { return r.configPath }
+// ConfigPath is the credential file t reads (it may not exist).
+func (t *Transport) ConfigPath() string { return t.configPath }
 
 // Resolver returns a new containerd resolver (a new push tracker each
-// time) whose hosts use r's retrying client and TLS pool, whose authorizer
-// takes credentials from r's store (basic auth and token services alike),
+// time) whose hosts use t's retrying client and TLS pool, whose authorizer
+// takes credentials from t's store (basic auth and token services alike),
 // and which speaks http to loopback registries when PlainHTTP is set. ctx
 // bounds the credential helpers it may run; use the resolver within it.
-func (r *Registry) Resolver(ctx context.Context) remotes.Resolver {
+func (t *Transport) Resolver(ctx context.Context) remotes.Resolver {
 	authorizer := docker.NewDockerAuthorizer(
-		docker.WithAuthClient(r.client),
-		docker.WithAuthCreds(r.containerdCreds(ctx)))
-	ropts := []docker.RegistryOpt{docker.WithClient(r.client), docker.WithAuthorizer(authorizer)}
-	if r.opts.PlainHTTP {
+		docker.WithAuthClient(t.client),
+		docker.WithAuthCreds(t.containerdCreds(ctx)))
+	ropts := []docker.RegistryOpt{docker.WithClient(t.client), docker.WithAuthorizer(authorizer)}
+	if t.opts.PlainHTTP {
 		ropts = append(ropts, docker.WithPlainHTTP(docker.MatchLocalhost))
 	}
 	return docker.NewResolver(docker.ResolverOptions{
@@ -146,22 +146,22 @@ func (r *Registry) Resolver(ctx context.Context) remotes.Resolver {
 // untrusted certificate, "registry HOST: its certificate chains to a CA
 // …" naming the CA file. The CLI exits 1 for all. Other errors are returned as
 // they are.
-func (r *Registry) registryError(host string, err error) error {
+func (t *Transport) registryError(host string, err error) error {
 	if err == nil {
 		return nil
 	}
 	switch authStatus(err) {
 	case http.StatusUnauthorized:
-		return fmt.Errorf("registry %s: %w (credentials from %s): %w", host, errdefs.ErrUnauthenticated, r.configPath, err)
+		return fmt.Errorf("registry %s: %w (credentials from %s): %w", host, errdefs.ErrUnauthenticated, t.configPath, err)
 	case http.StatusForbidden:
-		return fmt.Errorf("registry %s: %w (credentials from %s): %w", host, errdefs.ErrPermissionDenied, r.configPath, err)
+		return fmt.Errorf("registry %s: %w (credentials from %s): %w", host, errdefs.ErrPermissionDenied, t.configPath, err)
 	}
 	var ua x509.UnknownAuthorityError
 	if errors.As(err, &ua) {
-		if r.opts.CACertFile == "" {
+		if t.opts.CACertFile == "" {
 			return fmt.Errorf("registry %s: its certificate chains to a CA the system pool does not trust, and no CA file was given: %w", host, err)
 		}
-		return fmt.Errorf("registry %s: its certificate chains to a CA trusted neither by the system pool nor by CA file %s: %w", host, r.opts.CACertFile, err)
+		return fmt.Errorf("registry %s: its certificate chains to a CA trusted neither by the system pool nor by CA file %s: %w", host, t.opts.CACertFile, err)
 	}
 	return err
 }

@@ -91,7 +91,7 @@ func TestRegistryResolveTLSAndAuth(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 
 	t.Run("credentials and CA", func(t *testing.T) {
-		reg, err := NewRegistry(RegistryOptions{ConfigFile: configFor(t, f.host, "alice", "pw"), CACertFile: f.caFile})
+		reg, err := NewTransport(RegistryOptions{ConfigFile: configFor(t, f.host, "alice", "pw"), CACertFile: f.caFile})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestRegistryResolveTLSAndAuth(t *testing.T) {
 		}
 	})
 	t.Run("without the CA", func(t *testing.T) {
-		reg, err := NewRegistry(RegistryOptions{ConfigFile: configFor(t, f.host, "alice", "pw")})
+		reg, err := NewTransport(RegistryOptions{ConfigFile: configFor(t, f.host, "alice", "pw")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestRegistryResolveTLSAndAuth(t *testing.T) {
 		"no credentials": writeConfig(t, t.TempDir(), `{}`),
 	} {
 		t.Run(name, func(t *testing.T) {
-			reg, err := NewRegistry(RegistryOptions{ConfigFile: cfg, CACertFile: f.caFile})
+			reg, err := NewTransport(RegistryOptions{ConfigFile: cfg, CACertFile: f.caFile})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestRegistryResolveTLSAndAuth(t *testing.T) {
 			if !errors.Is(err, errdefs.ErrUnauthenticated) || !strings.Contains(err.Error(), "registry "+f.host+": unauthorized") {
 				t.Errorf("err %v, want unauthorized naming %s", err, f.host)
 			}
-			_, err = reg.Tags(ctx, mustRemote(t, f.host+"/runs/demo"))
+			_, err = reg.Tags(ctx, f.host+"/runs/demo")
 			if !errors.Is(err, errdefs.ErrUnauthenticated) || !strings.Contains(err.Error(), f.host) {
 				t.Errorf("tags: err %v, want unauthorized naming %s", err, f.host)
 			}
@@ -136,95 +136,21 @@ func TestRegistryResolveTLSAndAuth(t *testing.T) {
 	}
 }
 
-func mustRemote(t *testing.T, s string) *RemoteRef {
-	t.Helper()
-	r, err := ParseRemoteRef(s, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func TestRegistryTagsPaginated(t *testing.T) {
 	want := []string{"a.g1", "a.g2", "b.g1", "a.g10", "a.g3", "latest", "a.g9"}
 	f := newFakeRegistry(t, want)
 	ctx := context.Background()
 	for _, page := range []int{0, 1, 2, 3, 100} {
-		reg, err := NewRegistry(RegistryOptions{ConfigFile: configFor(t, f.host, "alice", "pw"), CACertFile: f.caFile, TagPageSize: page})
+		reg, err := NewTransport(RegistryOptions{ConfigFile: configFor(t, f.host, "alice", "pw"), CACertFile: f.caFile, TagPageSize: page})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := reg.Tags(ctx, mustRemote(t, f.host+"/runs/demo"))
+		got, err := reg.Tags(ctx, f.host+"/runs/demo")
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("page size %d: %v %v", page, got, err)
 		}
-		ref, gen, err := reg.latestRunRef(ctx, mustRemote(t, f.host+"/runs/demo"), "a")
-		if err != nil || gen != 10 || ref.Tag() != "a.g10" {
-			t.Errorf("latest of a: %v %d %v", ref, gen, err)
-		}
-		if _, _, err := reg.latestRunRef(ctx, mustRemote(t, f.host+"/runs/demo"), "zz"); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), "runs/demo") {
-			t.Errorf("no tag of run zz: %v", err)
-		}
-	}
-}
-
-func TestLatestGenerationTag(t *testing.T) {
-	for _, tc := range []struct {
-		tags []string
-		run  string
-		tag  string
-		gen  int
-		ok   bool
-	}{
-		{nil, "run", "", 0, false},
-		{[]string{"run.g1", "run.g2", "run.g3"}, "run", "run.g3", 3, true},
-		{[]string{"run.g3", "run.g1", "run.g2"}, "run", "run.g3", 3, true},
-		{[]string{"run.g9", "run.g10"}, "run", "run.g10", 10, true}, // numeric, not lexical
-		{[]string{"run.g2", "run2.g7", "other.g9", "run"}, "run", "run.g2", 2, true},
-		{[]string{"run.g0", "run.g01", "run.g", "run.gx", "run.g-1", "run.g1x", "run.g+2"}, "run", "", 0, false},
-		{[]string{"a.g1.g2", "a.g5"}, "a", "a.g5", 5, true},       // a.g1.g2 is run a.g1's
-		{[]string{"a.g1.g2", "a.g5"}, "a.g1", "a.g1.g2", 2, true}, //
-		{[]string{"run.g99999999999999999999999"}, "run", "", 0, false},
-	} {
-		tag, gen, ok := LatestGenerationTag(tc.tags, tc.run)
-		if tag != tc.tag || gen != tc.gen || ok != tc.ok {
-			t.Errorf("LatestGenerationTag(%q, %q) = %q %d %v; want %q %d %v", tc.tags, tc.run, tag, gen, ok, tc.tag, tc.gen, tc.ok)
-		}
-	}
-	if g := GenerationTag("run-7", 3); g != "run-7.g3" {
-		t.Errorf("GenerationTag: %s", g)
-	}
-}
-
-func TestParseRemoteRef(t *testing.T) {
-	for _, tc := range []struct {
-		in          string
-		allowDigest bool
-		ok          bool
-		tag         string
-		bare, loop  bool
-	}{
-		{"127.0.0.1:5000/runs/demo:r1", false, true, "r1", false, true},
-		{"127.0.0.1:5000/runs/demo", false, true, "", true, true},
-		{"localhost:5000/runs", false, true, "", true, true},
-		{"registry.example.com/runs/demo:x", false, true, "x", false, false},
-		{"127.0.0.1:5000/runs/demo@sha256:" + strings.Repeat("a", 64), true, true, "", false, true},
-		{"127.0.0.1:5000/runs/demo@sha256:" + strings.Repeat("a", 64), false, false, "", false, false},
-		{"127.0.0.1:5000/Runs", false, false, "", false, false},
-	} {
-		r, err := ParseRemoteRef(tc.in, tc.allowDigest)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err %v", tc.in, err)
-			continue
-		}
-		if err != nil {
-			if !errors.Is(err, errdefs.ErrInvalidArgument) {
-				t.Errorf("%s: %v is not invalid-argument", tc.in, err)
-			}
-			continue
-		}
-		if r.Tag() != tc.tag || r.Bare() != tc.bare || r.Loopback != tc.loop {
-			t.Errorf("%s: tag %q bare %v loopback %v", tc.in, r.Tag(), r.Bare(), r.Loopback)
+		if got, err := reg.Tags(ctx, f.host+"/runs/none"); err != nil || len(got) != 0 {
+			t.Errorf("tags of a repository the registry lacks: %v %v, want none", got, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -32,11 +33,11 @@ func emptyDockerConfig(t testing.TB) string {
 	return file
 }
 
-// plainRegistry is the registry transport for a plain-HTTP loopback
+// plainTransport is the registry transport for a plain-HTTP loopback
 // registry with no credentials.
-func plainRegistry(t testing.TB) *containerd.Registry {
+func plainTransport(t testing.TB) *containerd.Transport {
 	t.Helper()
-	reg, err := containerd.NewRegistry(containerd.RegistryOptions{ConfigFile: emptyDockerConfig(t), PlainHTTP: true})
+	reg, err := containerd.NewTransport(containerd.RegistryOptions{ConfigFile: emptyDockerConfig(t), PlainHTTP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestRegistryAuthTLS(t *testing.T) {
 	withConfig := []string{"DOCKER_CONFIG=" + cfgDir}
 	target := reg.Host + "/runs/auth:" + s.ref.Run
 	t.Run("config.json", func(t *testing.T) {
-		var pr containerd.PushResult
+		var pr migrate.PushResult
 		code, stdout, stderr := srcliEnv(t, a, "", withConfig, "push", ca, "--ref", s.refPath, target)
 		if code != 0 {
 			t.Fatalf("push with $DOCKER_CONFIG/config.json: exit %d\n%s\n%s", code, stdout, stderr)
@@ -140,7 +141,7 @@ func TestRegistryAuthTLS(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("pull with --registry-config: exit %d\n%s\n%s", code, stdout, stderr)
 		}
-		var pl containerd.PullResult
+		var pl migrate.PullResult
 		json.Unmarshal(stdout, &pl)
 		if pl.Artifact.Digest != pr.Artifact.Digest || pl.BaseFrom == "" {
 			t.Errorf("pulled %s (base from %q), pushed %s", pl.Artifact.Digest, pl.BaseFrom, pr.Artifact.Digest)
@@ -255,7 +256,7 @@ func TestRegistryAuthTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var pr containerd.PushResult
+		var pr migrate.PushResult
 		_, stdout, _ := srcliEnv(t, a, "", withConfig, "push", ca, "--ref", s.refPath, target) // the same push again: its result names the artifact
 		json.Unmarshal(stdout, &pr)
 		if got := digest.FromBytes(raw); got != pr.Artifact.Digest {
@@ -301,7 +302,7 @@ func TestRegistryFlakyNetwork(t *testing.T) {
 			t.Errorf("push --debug stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	var pr containerd.PushResult
+	var pr migrate.PushResult
 	json.Unmarshal(stdout, &pr)
 
 	t.Run("a pull that finally fails stores nothing", func(t *testing.T) {
@@ -356,7 +357,7 @@ func TestRegistryFlakyNetwork(t *testing.T) {
 			t.Errorf("pull --debug stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	var pl containerd.PullResult
+	var pl migrate.PullResult
 	json.Unmarshal(stdout, &pl)
 	if pl.Artifact.Digest != pr.Artifact.Digest || pl.BaseFrom == "" {
 		t.Errorf("pulled %s (base from %q), pushed %s", pl.Artifact.Digest, pl.BaseFrom, pr.Artifact.Digest)
@@ -377,10 +378,10 @@ func TestRegistryRunsByGeneration(t *testing.T) {
 	// Three refs of run itest-1 (/1 refs are generation 1, so generations
 	// 2 and 3 are pushed under explicit tags), and noise.
 	var gens []*suspended
-	var pushed []containerd.PushResult
+	var pushed []migrate.PushResult
 	for i, target := range []string{repo, repo + ":itest-1.g2", repo + ":itest-1.g3"} {
 		s := suspendReal(t, a, pinned, nil)
-		var pr containerd.PushResult
+		var pr migrate.PushResult
 		code, stdout, stderr := srcliEnv(t, a, "", env, "push", "--plain-http", "--ref", s.refPath, target)
 		if code != 0 {
 			t.Fatalf("push %d: exit %d\n%s\n%s", i+1, code, stdout, stderr)
@@ -401,15 +402,11 @@ func TestRegistryRunsByGeneration(t *testing.T) {
 	}
 
 	// The tags API pages (n=1: one Link per tag).
-	paged, err := containerd.NewRegistry(containerd.RegistryOptions{ConfigFile: emptyDockerConfig(t), PlainHTTP: true, TagPageSize: 1})
+	paged, err := containerd.NewTransport(containerd.RegistryOptions{ConfigFile: emptyDockerConfig(t), PlainHTTP: true, TagPageSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := containerd.ParseRemoteRef(repo, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	listed, err := paged.Tags(ctx(t), rr)
+	listed, err := paged.Tags(ctx(t), repo)
 	slices.Sort(listed)
 	slices.Sort(tags)
 	if err != nil || !slices.Equal(listed, tags) {
@@ -418,7 +415,7 @@ func TestRegistryRunsByGeneration(t *testing.T) {
 
 	ns := c.NewNamespace()
 	out := filepath.Join(t.TempDir(), "ref.json")
-	var pl containerd.PullResult
+	var pl migrate.PullResult
 	code, stdout, stderr := srcliEnv(t, c, ns, env, "pull", "--plain-http", "--trust", gens[2].pub, repo, "--run", "itest-1", "--out", out)
 	if code != 0 {
 		t.Fatalf("pull --run: exit %d\n%s\n%s", code, stdout, stderr)
