@@ -102,7 +102,7 @@ func Connect(ctx context.Context, address, namespace string, opts ...Option) (*R
 	fi, err := os.Stat(sock)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("containerd socket %s does not exist (is the daemon running? see --address): %w", sock, errdefs.ErrUnavailable)
+		return nil, fmt.Errorf("containerd socket %s does not exist (is the daemon running?): %w", sock, errdefs.ErrUnavailable)
 	case err != nil:
 		return nil, fmt.Errorf("containerd socket %s: %w: %w", sock, errdefs.ErrUnavailable, err)
 	case fi.Mode()&os.ModeSocket == 0:
