@@ -193,11 +193,7 @@ func retryableNetError(err error) bool {
 		return true
 	}
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	// http2 and some proxies report resets only in text.
-	return strings.Contains(err.Error(), "connection reset by peer")
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // retryableStatus: 408, 429 and 5xx except 501 (not implemented) and 505
