@@ -27,4 +27,12 @@
 // Leases, Archiver) and Registry, which runtime/containerd implements
 // against a daemon; so the same verification runs against any store,
 // including the in-memory one of this package's tests.
+//
+// # Runs by generation
+//
+// Push to a bare REG/REPO tags the artifact GenerationTag(run,
+// generation), "<run>.g<n>"; Pull of a bare REG/REPO WithRun lists the
+// repository's tags (Registry.Tags) and pulls the one LatestGenerationTag
+// picks. Resume and the run ledger then decide whether that generation may
+// run.
 package migrate

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -345,4 +346,15 @@ func (g *memRegistry) Push(_ context.Context, ref string, desc ocispec.Descripto
 	}
 	g.pushes = append(g.pushes, ref)
 	return nil
+}
+
+func (g *memRegistry) Tags(_ context.Context, repo string) ([]string, error) {
+	var tags []string
+	for name := range g.tags {
+		if tag, ok := strings.CutPrefix(name, repo+":"); ok {
+			tags = append(tags, tag)
+		}
+	}
+	slices.Sort(tags)
+	return tags, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containerd/errdefs"
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -221,8 +222,8 @@ func TestPullRefusesCorruptDiff(t *testing.T) {
 	}
 }
 
-// TestParseRemoteRef checks the loopback rule of plain HTTP and the tag
-// requirement.
+// TestParseRemoteRef checks the loopback rule of plain HTTP, bare
+// repositories and digests.
 func TestParseRemoteRef(t *testing.T) {
 	for ref, loop := range map[string]bool{
 		"127.0.0.1:5000/runs:a": true, "localhost:5000/runs:a": true, "localhost/runs:a": true,
@@ -234,8 +235,11 @@ func TestParseRemoteRef(t *testing.T) {
 			t.Errorf("ParseRemoteRef(%q) = %+v, %v; want loopback %t", ref, r, err, loop)
 		}
 	}
-	if _, err := ParseRemoteRef("reg.example/runs", false); err == nil {
-		t.Error("a reference without a tag was accepted")
+	if r, err := ParseRemoteRef("reg.example/runs", false); err != nil || !r.Bare() || r.Tag() != "" {
+		t.Errorf("a bare repository (push tags the generation, pull --run): %+v, %v", r, err)
+	}
+	if r, err := ParseRemoteRef("reg.example/runs:t", false); err != nil || r.Bare() || r.Tag() != "t" {
+		t.Errorf("a tagged reference: %+v, %v", r, err)
 	}
 	d := "reg.example/runs@" + digest.FromString("x").String()
 	if _, err := ParseRemoteRef(d, false); err == nil {
@@ -243,5 +247,80 @@ func TestParseRemoteRef(t *testing.T) {
 	}
 	if _, err := ParseRemoteRef(d, true); err != nil {
 		t.Errorf("a digest reference for pull: %v", err)
+	}
+}
+
+// TestRunsByGeneration pushes a run without a tag (tagged <run>.g1) and
+// pulls a bare repository with WithRun: the highest generation among the
+// tags is the one pulled, whatever the order the registry lists them in.
+func TestRunsByGeneration(t *testing.T) {
+	r := newRun(t, nil)
+	reg := &memRegistry{remote: newMemStore(), local: r.store, tags: map[string]ocispec.Descriptor{}}
+	repo, err := ParseRemoteRef("reg.example/runs", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pres, err := Push(context.Background(), r.store, reg, r.file, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "reg.example/runs:" + r.ref.Run + ".g1"; pres.Target != want || reg.tags[want].Digest != pres.Artifact.Digest {
+		t.Fatalf("a push without a tag went to %s (tags %v), want %s", pres.Target, reg.tags, want)
+	}
+	// Generations 3 and 2 (the same artifact under other tags) and noise.
+	for _, tag := range []string{".g3", ".g2", ".g03", ".gx", "0.g9"} {
+		reg.tags["reg.example/runs:"+r.ref.Run+tag] = reg.tags[pres.Target]
+	}
+	dst := newMemStore()
+	reg.local = dst
+	res, err := Pull(context.Background(), dst, reg, repo, r.trust, WithRun(r.ref.Run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "reg.example/runs:" + r.ref.Run + ".g3"; res.Source != want {
+		t.Errorf("pulled %s, want %s", res.Source, want)
+	}
+	if _, err := Pull(context.Background(), newMemStore(), reg, repo, r.trust); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("a bare pull without a run: %v, want invalid-argument", err)
+	}
+	_, err = Pull(context.Background(), newMemStore(), reg, repo, r.trust, WithRun("other"))
+	if !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), "reg.example/runs") || !strings.Contains(err.Error(), "other") {
+		t.Errorf("a run with no tag: %v, want not-found naming the repository and the run", err)
+	}
+	d := "reg.example/runs@" + digest.FromString("x").String()
+	dref, err := ParseRemoteRef(d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Push(context.Background(), r.store, reg, r.file, dref); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("a push to a digest: %v", err)
+	}
+}
+
+func TestLatestGenerationTag(t *testing.T) {
+	for _, tc := range []struct {
+		tags []string
+		run  string
+		tag  string
+		gen  int
+		ok   bool
+	}{
+		{nil, "run", "", 0, false},
+		{[]string{"run.g1", "run.g2", "run.g3"}, "run", "run.g3", 3, true},
+		{[]string{"run.g3", "run.g1", "run.g2"}, "run", "run.g3", 3, true},
+		{[]string{"run.g9", "run.g10"}, "run", "run.g10", 10, true}, // numeric, not lexical
+		{[]string{"run.g2", "run2.g7", "other.g9", "run"}, "run", "run.g2", 2, true},
+		{[]string{"run.g0", "run.g01", "run.g", "run.gx", "run.g-1", "run.g1x", "run.g+2"}, "run", "", 0, false},
+		{[]string{"a.g1.g2", "a.g5"}, "a", "a.g5", 5, true},       // a.g1.g2 is run a.g1's
+		{[]string{"a.g1.g2", "a.g5"}, "a.g1", "a.g1.g2", 2, true}, //
+		{[]string{"run.g99999999999999999999999"}, "run", "", 0, false},
+	} {
+		tag, gen, ok := LatestGenerationTag(tc.tags, tc.run)
+		if tag != tc.tag || gen != tc.gen || ok != tc.ok {
+			t.Errorf("LatestGenerationTag(%q, %q) = %q %d %v; want %q %d %v", tc.tags, tc.run, tag, gen, ok, tc.tag, tc.gen, tc.ok)
+		}
+	}
+	if g := GenerationTag("run-7", 3); g != "run-7.g3" {
+		t.Errorf("GenerationTag: %s", g)
 	}
 }

@@ -27,6 +27,7 @@ type Option func(*options)
 
 type options struct {
 	progress Progress
+	run      string // WithRun
 }
 
 // WithProgress makes the operation report its byte progress to p. Without

@@ -18,8 +18,11 @@ import (
 )
 
 // RemoteRef is a parsed registry reference for push and pull
-// (distribution/reference): REG/REPO:TAG, or REG/REPO@sha256:… for pull.
+// (distribution/reference): REG/REPO:TAG, REG/REPO@sha256:… (pull), or
+// REG/REPO alone (push tags the run's generation, GenerationTag; pull picks
+// a run's latest generation, WithRun).
 type RemoteRef struct {
+	// Named is the normalized reference.
 	Named reference.Named
 	// Repo is the repository without tag or digest ("127.0.0.1:5000/runs").
 	Repo string
@@ -28,19 +31,33 @@ type RemoteRef struct {
 	Loopback bool
 }
 
+// Tag is the reference's tag, or "" when it has none.
+func (r *RemoteRef) Tag() string {
+	if t, ok := r.Named.(reference.Tagged); ok {
+		return t.Tag()
+	}
+	return ""
+}
+
+// Bare reports whether the reference names only a repository: no tag, no
+// digest.
+func (r *RemoteRef) Bare() bool {
+	_, digested := r.Named.(reference.Digested)
+	return r.Tag() == "" && !digested
+}
+
 // ParseRemoteRef parses a registry reference with
 // reference.ParseNormalizedNamed ("runs:1" is docker.io/library/runs:1). It
-// must carry a tag, or, when allowDigest, a digest. Errors wrap
-// errdefs.ErrInvalidArgument and quote the reference.
+// may carry a tag, or neither tag nor digest (REG/REPO), or, when
+// allowDigest, a digest. Errors wrap errdefs.ErrInvalidArgument and quote
+// the reference.
 func ParseRemoteRef(s string, allowDigest bool) (*RemoteRef, error) {
 	named, err := reference.ParseNormalizedNamed(s)
 	if err != nil {
 		return nil, fmt.Errorf("registry reference %q: %w: %w", s, errdefs.ErrInvalidArgument, err)
 	}
-	_, tagged := named.(reference.Tagged)
-	_, digested := named.(reference.Digested)
-	if !tagged && !(allowDigest && digested) {
-		return nil, fmt.Errorf("registry reference %q needs a tag (REG/REPO:TAG): %w", s, errdefs.ErrInvalidArgument)
+	if _, digested := named.(reference.Digested); digested && !allowDigest {
+		return nil, fmt.Errorf("registry reference %q: a digest is not accepted here (REG/REPO[:TAG]): %w", s, errdefs.ErrInvalidArgument)
 	}
 	return &RemoteRef{Named: named, Repo: named.Name(), Loopback: isLoopback(reference.Domain(named))}, nil
 }
@@ -79,7 +96,9 @@ type PushResult struct {
 // and layers by digest to the same repository (REPO@<manifestDigest>), its
 // index by digest too when the index and every child are complete in the
 // store, and the artifact manifest with its config and layer under
-// target's tag. target must be REG/REPO:TAG (ParseRemoteRef).
+// target's tag, or, when target is a bare REG/REPO, under
+// GenerationTag(run, generation) (runs by generation). target carries no
+// digest (ParseRemoteRef(s, false)).
 //
 // Errors: the ref's (*snapshot.OpenError); ErrSnapshotMissing;
 // snapshot.ErrImageUnresolved when the base manifest, its config or a
@@ -90,15 +109,18 @@ type PushResult struct {
 // artifact's); blobs the registry already has are not read.
 func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *RemoteRef, opts ...Option) (*PushResult, error) {
 	o := collectOptions(opts)
-	tagged, ok := target.Named.(reference.Tagged)
-	if !ok {
-		return nil, fmt.Errorf("push to %s: the reference needs a tag (REG/REPO:TAG): %w", target.Named, errdefs.ErrInvalidArgument)
+	if _, digested := target.Named.(reference.Digested); digested {
+		return nil, fmt.Errorf("push to %s: a digest reference cannot be pushed to (REG/REPO[:TAG]): %w", target.Named, errdefs.ErrInvalidArgument)
 	}
 	art, err := storeArtifact(ctx, s, refFile)
 	if err != nil {
 		return nil, err
 	}
-	res := &PushResult{Target: target.Named.String(), Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
+	tag := target.Tag()
+	if tag == "" {
+		tag = GenerationTag(art.Ref.Run, generationOf(art.Ref))
+	}
+	res := &PushResult{Target: target.Repo + ":" + tag, Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
 	base, err := completeBase(ctx, s, art.Ref, art.Base)
 	if err != nil {
 		return nil, err
@@ -114,7 +136,7 @@ func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *Re
 		}
 		res.Base = append(res.Base, d.Digest.String())
 	}
-	ref := target.Repo + ":" + tagged.Tag() + "@" + art.Manifest.Digest.String()
+	ref := target.Repo + ":" + tag + "@" + art.Manifest.Digest.String()
 	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.RootfsDiff.Size)
 	if err := reg.Push(ctx, ref, art.Manifest, o.progress); err != nil {
 		return nil, err
@@ -170,8 +192,9 @@ func (b *remoteBlobs) Blob(d digest.Digest) ([]byte, bool) { v, ok := b.small[d]
 func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]; return v, ok }
 
 // Pull fetches a migration artifact from a registry into the store
-// (docs/design.md "Moving runs"): it resolves source (REG/REPO:TAG or
-// REG/REPO@sha256:…), fetches the artifact manifest and its config into
+// (docs/design.md "Moving runs"): it resolves source (REG/REPO:TAG,
+// REG/REPO@sha256:…, or a bare REG/REPO with WithRun: the tag
+// LatestGenerationTag picks among reg.Tags), fetches the artifact manifest and its config into
 // memory (digest and size checked), checks the artifact's shape and
 // verifies its ref against trust with CheckArtifactManifest before using
 // any field of it, then stores the manifest, config and layer under a
@@ -182,13 +205,25 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 // held by the run lease; no image record is created.
 //
 // Errors: refusals wrap ErrArtifactRefused; the ref's own are
-// *snapshot.OpenError; the registry's name the reference.
+// *snapshot.OpenError; a bare source without WithRun wraps
+// errdefs.ErrInvalidArgument; no tag of the run wraps errdefs.ErrNotFound
+// naming the repository and the run; the registry's name the reference.
 //
 // With WithProgress the bytes fetched are reported in the phases "pull"
 // (total: the layer's size), "verify diff" (-1), and "pull base" (-1) when
 // the base is fetched.
 func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *envelope.KeyRing, opts ...Option) (*PullResult, error) {
 	o := collectOptions(opts)
+	if source.Bare() {
+		if o.run == "" {
+			return nil, fmt.Errorf("pull %s: a tag, a digest or a run is needed: %w", source.Repo, errdefs.ErrInvalidArgument)
+		}
+		latest, err := latestRunRef(ctx, reg, source, o.run)
+		if err != nil {
+			return nil, err
+		}
+		source = latest
+	}
 	src := source.Named.String()
 	desc, err := reg.Resolve(ctx, src)
 	if err != nil {

@@ -112,4 +112,8 @@ type Registry interface {
 	// Push sends desc and everything it references, read from the content
 	// store, to ref; blobs the registry has are not sent.
 	Push(ctx context.Context, ref string, desc ocispec.Descriptor, p Progress) error
+	// Tags lists the tags of repo (REG/REPO, no tag or digest) in the
+	// registry's order, every page of them; none for a repository the
+	// registry does not have.
+	Tags(ctx context.Context, repo string) ([]string, error)
 }

@@ -4,30 +4,37 @@ import (
 	"fmt"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 
 	"github.com/spf13/cobra"
-
-	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
-// newPullCmd is `pull [--plain-http] --trust PUB|DIR REG/REPO:TAG --out
-// ref.json` (DESIGN "Moving runs"): migrate.Pull fetches and
-// verifies the artifact, and the base by digest when it is missing.
+// newPullCmd is `pull [--plain-http] [--registry-config F]
+// [--registry-cacert F] --trust PUB|DIR (REG/REPO:TAG | REG/REPO@DIGEST |
+// REG/REPO --run RUN) --out ref.json` (docs/design.md "Moving runs"):
+// migrate.Pull fetches and verifies the artifact, and the base by digest
+// when it is missing.
 func newPullCmd(g *globalOptions) *cobra.Command {
-	var trustPath, out string
-	var plainHTTP bool
+	var trustPath, out, run string
+	var rf registryFlags
 	cmd := &cobra.Command{
-		Use:   "pull [--plain-http] --trust PUB|DIR REG/REPO:TAG --out ref.json",
+		Use:   "pull [--plain-http] [--registry-config F] [--registry-cacert F] --trust PUB|DIR (REG/REPO:TAG | REG/REPO --run RUN) --out ref.json",
 		Short: "Pull a run pushed with push, verify its ref, and fetch its base by digest when missing",
-		Long: `Fetches the migration artifact REG/REPO:TAG (or REG/REPO@sha256:...), verifies
-its ref against the trusted keys before using it, stores the artifact and its
-diff (diffID checked) under the run lease, and, when the base image is not
-here, fetches it from REG/REPO@<base.manifestDigest> (never by tag). Writes
-the ref file to --out. --plain-http is accepted only for a loopback registry.
+		Long: `Fetches the migration artifact REG/REPO:TAG (or REG/REPO@sha256:..., or, with
+--run RUN and a bare REG/REPO, the tag RUN.g<n> of the highest generation n
+among the repository's tags), verifies its ref against the trusted keys
+before using it, stores the artifact and its diff (diffID checked) under the
+run lease, and, when the base image is not here, fetches it from
+REG/REPO@<base.manifestDigest> (never by tag). Writes the ref file to --out.
+Credentials and TLS as for push; a blob whose fetch fails transiently is
+fetched again whole (--debug logs each retry). A pull that fails leaves
+nothing stored and no --out file. --plain-http is accepted only for a
+loopback registry.
 Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("pull: exactly one REG/REPO:TAG argument is required, got %d", len(args))
+				return usageErrorf("pull: exactly one REG/REPO:TAG (or REG/REPO with --run) argument is required, got %d", len(args))
 			}
 			return nil
 		},
@@ -35,11 +42,26 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if trustPath == "" || out == "" {
 				return usageErrorf("pull: --trust and --out are required")
 			}
-			source, err := remoteArg("pull", args[0], true, plainHTTP)
+			source, err := remoteArg("pull", args[0], true, rf.plainHTTP)
 			if err != nil {
 				return err
 			}
+			var popts []migrate.Option
+			switch {
+			case run != "" && !source.Bare():
+				return usageErrorf("pull: --run needs a repository without tag or digest (REG/REPO), not %s", args[0])
+			case run != "" && !snapshot.ValidRunID(run):
+				return usageErrorf("pull: --run %q is not a run id ([a-z0-9]+([._-][a-z0-9]+)*, at most %d characters)", run, snapshot.MaxRunIDLen)
+			case run != "":
+				popts = append(popts, migrate.WithRun(run))
+			case source.Bare():
+				return usageErrorf("pull: %s names no tag or digest; give REG/REPO:TAG, or --run RUN for the run's latest generation", args[0])
+			}
 			trust, err := loadTrust(trustPath)
+			if err != nil {
+				return err
+			}
+			tr, err := rf.transport(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -49,8 +71,8 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 				return err
 			}
 			defer rt.Close()
-			popts, done := moveProgress(cmd)
-			res, err := migrate.Pull(ctx, rt, rt.Registry(plainHTTP), source, trust, popts...)
+			progress, done := moveProgress(cmd)
+			res, err := migrate.Pull(ctx, rt, rt.Registry(tr), source, trust, append(popts, progress...)...)
 			done()
 			if err != nil {
 				return err
@@ -73,6 +95,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 	f := cmd.Flags()
 	f.StringVar(&trustPath, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys (required)")
 	f.StringVar(&out, "out", "", "write the verified ref file here (required)")
-	f.BoolVar(&plainHTTP, "plain-http", false, "use http, not https (loopback registries only)")
+	f.StringVar(&run, "run", "", "with a bare REG/REPO: pull the highest generation tagged RUN.g<n>")
+	rf.add(f)
 	return cmd
 }

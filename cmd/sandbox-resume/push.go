@@ -8,23 +8,30 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
-// newPushCmd is `push [--plain-http] --ref ref.json REG/REPO:TAG` (DESIGN
+// newPushCmd is `push [--plain-http] [--registry-config F]
+// [--registry-cacert F] --ref ref.json REG/REPO[:TAG]` (docs/design.md
 // "Moving runs"): migrate.Push sends the base by digest to the
-// same repository, then the artifact under the tag.
+// same repository, then the artifact under the tag, or under
+// <run>.g<generation> when none is given.
 func newPushCmd(g *globalOptions) *cobra.Command {
 	var ref string
-	var plainHTTP bool
+	var rf registryFlags
 	cmd := &cobra.Command{
-		Use:   "push [--plain-http] --ref ref.json REG/REPO:TAG",
+		Use:   "push [--plain-http] [--registry-config F] [--registry-cacert F] --ref ref.json REG/REPO[:TAG]",
 		Short: "Push a suspended run (and its base image, by digest) to an OCI registry",
 		Long: `Pushes the base image's platform manifest (and its index when complete here)
-by digest to REG/REPO, then the run's migration artifact as REG/REPO:TAG.
-Each push uses a new resolver. --plain-http is accepted only for a loopback
-registry (127.0.0.1, ::1, localhost). No credentials are sent.
+by digest to REG/REPO, then the run's migration artifact as REG/REPO:TAG, or,
+without a tag, as REG/REPO:<run>.g<generation>. Each push uses a new resolver.
+Credentials come from --registry-config, else $DOCKER_CONFIG/config.json, else
+~/.docker/config.json (auths, credsStore, credHelpers); TLS trusts the system
+pool plus --registry-cacert. A blob whose push fails transiently (connection
+reset, 429, 5xx) is pushed again whole, within bounded attempts and time
+(--debug logs each retry). --plain-http is accepted only for a loopback
+registry (127.0.0.1, ::1, localhost).
 Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("push: exactly one REG/REPO:TAG argument is required, got %d", len(args))
+				return usageErrorf("push: exactly one REG/REPO[:TAG] argument is required, got %d", len(args))
 			}
 			return nil
 		},
@@ -32,11 +39,15 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if ref == "" {
 				return usageErrorf("push: --ref is required")
 			}
-			target, err := remoteArg("push", args[0], false, plainHTTP)
+			target, err := remoteArg("push", args[0], false, rf.plainHTTP)
 			if err != nil {
 				return err
 			}
 			refFile, err := readInput(ref)
+			if err != nil {
+				return err
+			}
+			tr, err := rf.transport(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -47,7 +58,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			defer rt.Close()
 			popts, done := moveProgress(cmd)
-			res, err := migrate.Push(ctx, rt, rt.Registry(plainHTTP), refFile, target, popts...)
+			res, err := migrate.Push(ctx, rt, rt.Registry(tr), refFile, target, popts...)
 			done()
 			if err != nil {
 				return fmt.Errorf("push %s: %w", ref, err)
@@ -62,7 +73,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&ref, "ref", "", "SnapshotRef file written by suspend (required)")
-	f.BoolVar(&plainHTTP, "plain-http", false, "use http, not https (loopback registries only)")
+	rf.add(f)
 	return cmd
 }
 

@@ -24,6 +24,7 @@ type globalOptions struct {
 	namespace string
 	hostID    string
 	output    string
+	debug     bool // --debug: log lines (retries) on stderr
 	stdin     io.Reader
 }
 
@@ -75,6 +76,7 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 	pf.StringVar(&g.namespace, "namespace", envOr("CONTAINERD_NAMESPACE", "sandbox-resume"), "containerd namespace ($CONTAINERD_NAMESPACE)")
 	pf.StringVar(&g.hostID, "host-id", os.Getenv("SANDBOX_RESUME_HOST_ID"), "host identity override, recorded with idSource \"override\" ($SANDBOX_RESUME_HOST_ID)")
 	pf.StringVar(&g.output, "output", outputText, "output format: text or json")
+	pf.BoolVar(&g.debug, "debug", false, "log debug lines (registry retries) on stderr")
 
 	root.AddCommand(
 		// one constructor per subcommand, one file each

@@ -8,105 +8,108 @@ import (
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
-	"github.com/containerd/containerd/v2/core/remotes"
-	"github.com/containerd/containerd/v2/core/remotes/docker"
-	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
+	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
 // Registry is the registry transport of migrate.Push and migrate.Pull over
-// containerd's docker resolver, reading from and storing into the content
-// store of the Runtime that made it. It sends no credentials.
+// containerd's docker resolver and a Transport (credentials, CA, retries,
+// tag listing), reading from and storing into the content store of the
+// Runtime that made it.
 type Registry struct {
-	r         *Runtime
-	plainHTTP bool
+	r *Runtime
+	t *Transport
 }
 
 var _ migrate.Registry = (*Registry)(nil)
 
-// Registry returns the registry transport over r's content store. With
-// plainHTTP, loopback registries (and only those) are reached over plain
-// HTTP; the CLI accepts plain HTTP for loopback references only.
-func (r *Runtime) Registry(plainHTTP bool) *Registry { return &Registry{r: r, plainHTTP: plainHTTP} }
+// Registry returns the registry transport over r's content store that
+// reaches registries through t (NewTransport; t must not be nil). With
+// t's PlainHTTP, loopback registries (and only those) are reached over
+// plain HTTP; the CLI accepts plain HTTP for loopback references only.
+func (r *Runtime) Registry(t *Transport) *Registry { return &Registry{r: r, t: t} }
 
-// resolver returns a new docker resolver (with its own push status
-// tracker: a reused resolver silently skips a second push of a digest it
-// pushed before, to any repository — measured, notes/derisk.md step 4).
-func (g *Registry) resolver() remotes.Resolver {
-	var ropts []docker.RegistryOpt
-	if g.plainHTTP {
-		ropts = append(ropts, docker.WithPlainHTTP(docker.MatchLocalhost))
+// refHost is the registry host of a reference string ("" when it does not
+// parse; the resolver then says why).
+func refHost(ref string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ""
 	}
-	return docker.NewResolver(docker.ResolverOptions{
-		Hosts:   docker.ConfigureDefaultRegistries(ropts...),
-		Tracker: docker.NewInMemoryTracker(),
-	})
+	return reference.Domain(named)
 }
 
-// Resolve implements migrate.Registry (remotes.Resolver.Resolve).
+// Resolve implements migrate.Registry (remotes.Resolver.Resolve, with a
+// new resolver; its requests retry at the transport).
 func (g *Registry) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
-	_, desc, err := g.resolver().Resolve(ctx, ref)
+	_, desc, err := g.t.Resolver(ctx).Resolve(ctx, ref)
 	if err != nil {
-		return ocispec.Descriptor{}, native(err)
+		return ocispec.Descriptor{}, g.t.registryError(refHost(ref), native(err))
 	}
 	return desc, nil
 }
 
-// Fetch implements migrate.Registry (remotes.Fetcher.Fetch).
+// Fetch implements migrate.Registry (remotes.Fetcher.Fetch). Opening the
+// blob retries at the transport; a body that breaks off is the caller's
+// to read again.
 func (g *Registry) Fetch(ctx context.Context, ref string, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	f, err := g.resolver().Fetcher(ctx, ref)
+	f, err := g.t.Resolver(ctx).Fetcher(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", ref, err)
+		return nil, g.t.registryError(refHost(ref), fmt.Errorf("fetch %s: %w", ref, err))
 	}
 	rc, err := f.Fetch(ctx, desc)
 	if err != nil {
-		return nil, native(err)
+		return nil, g.t.registryError(refHost(ref), native(err))
 	}
 	return rc, nil
 }
 
 // FetchToStore implements migrate.Registry under the lease: one blob with
 // remotes.Fetch, or, with tree, desc and every child with images.Dispatch
-// over remotes.FetchHandler and images.ChildrenHandler. The content
+// over images.ChildrenHandler, each blob's fetch redone whole on a
+// transient failure (RetryBlob with the Transport's policy). The content
 // store's ingest checks each blob's size and digest; a blob it has is not
-// fetched again.
+// fetched again. Errors name the digest and the reference.
 func (g *Registry) FetchToStore(ctx context.Context, ref, lease string, desc ocispec.Descriptor, tree bool, p migrate.Progress) error {
-	f, err := g.resolver().Fetcher(ctx, ref)
+	f, err := g.t.Resolver(ctx).Fetcher(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", ref, err)
+		return g.t.registryError(refHost(ref), fmt.Errorf("fetch %s: %w", ref, err))
 	}
-	var fetcher remotes.Fetcher = progressFetcher{Fetcher: f, p: p}
+	fetcher := progressFetcher{Fetcher: f, p: p}
 	lctx := leases.WithLease(ctx, lease)
 	cs := g.r.client.ContentStore()
+	policy := g.t.RetryPolicy()
 	if !tree {
-		if err := remotes.Fetch(lctx, cs, fetcher, desc); err != nil && !errdefs.IsAlreadyExists(native(err)) {
-			return native(err)
-		}
-		return nil
+		return g.t.registryError(refHost(ref), fetchBlob(lctx, cs, fetcher, desc, kind(desc), ref, policy))
 	}
-	h := images.Handlers(remotes.FetchHandler(cs, fetcher), images.ChildrenHandler(cs))
+	h := images.Handlers(retryingFetchHandler(cs, fetcher, ref, policy), images.ChildrenHandler(cs))
 	if err := images.Dispatch(lctx, h, nil, desc); err != nil {
-		return native(err)
+		return g.t.registryError(refHost(ref), native(err))
 	}
 	return nil
 }
 
-// Push implements migrate.Registry with remotes.PushContent, each push
-// with a new resolver, blobs read ahead readBufferSize bytes at a time.
+// Push implements migrate.Registry: desc and everything under it, each
+// descriptor's push redone whole on a transient failure (pushTree), with a
+// new resolver per call (a reused one silently skips a second push of a
+// digest it pushed before, to any repository — measured), blobs read
+// ahead readBufferSize bytes at a time.
 func (g *Registry) Push(ctx context.Context, ref string, desc ocispec.Descriptor, p migrate.Progress) error {
-	pusher, err := g.resolver().Pusher(ctx, ref)
+	pusher, err := g.t.Resolver(ctx).Pusher(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("push %s: %w", ref, err)
+		return g.t.registryError(refHost(ref), fmt.Errorf("push %s: %w", ref, err))
 	}
 	var store content.Provider = readAheadProvider{g.r.client.ContentStore()}
 	if _, quiet := p.(migrate.NoProgress); !quiet && p != nil {
 		store = progressProvider{Provider: store, p: p}
 	}
-	if err := remotes.PushContent(ctx, pusher, desc, store, nil, platforms.All, nil); err != nil {
-		return fmt.Errorf("push %s: %w", ref, native(err))
-	}
-	return nil
+	return g.t.registryError(refHost(ref), pushTree(ctx, pusher, store, desc, ref, g.t.RetryPolicy()))
+}
+
+// Tags implements migrate.Registry with Transport.Tags (the distribution
+// tags API, every page).
+func (g *Registry) Tags(ctx context.Context, repo string) ([]string, error) {
+	return g.t.Tags(ctx, repo)
 }

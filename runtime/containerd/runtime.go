@@ -4,7 +4,10 @@
 // diff and apply, leases, labels and content. *Runtime implements the
 // seams the deciding packages declare — resume.Facts and
 // resume.Materializer, snapshot.Capturer, migrate.Store — and Registry
-// implements migrate.Registry over containerd's resolver. It holds no
+// implements migrate.Registry over containerd's resolver and a Transport:
+// the registry transport beyond the resolver (credentials from the Docker
+// config and its helpers, a CA file on top of the system pool, per-blob
+// retries, tag listing). It holds no
 // policy: what to check, refuse, send or accept is decided by the
 // packages that declare the seams, and it writes no user files.
 //

@@ -91,12 +91,18 @@ func pinnedConfig(bb harness.BusyboxImage) string {
 // and returns the exit code, stdout and stderr.
 func srcli(t testing.TB, d *harness.Daemon, ns string, args ...string) (int, []byte, string) {
 	t.Helper()
+	return srcliEnv(t, d, ns, nil, args...)
+}
+
+// srcliEnv is srcli with env ("NAME=value") added to the environment.
+func srcliEnv(t testing.TB, d *harness.Daemon, ns string, env []string, args ...string) (int, []byte, string) {
+	t.Helper()
 	if ns == "" {
 		ns = d.Namespace
 	}
 	full := append([]string{"--address", d.Address, "--namespace", ns, "--output", "json"}, args...)
 	cmd := exec.Command(cli(t), full...)
-	cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=")
+	cmd.Env = append(append(os.Environ(), "SANDBOX_RESUME_HOST_ID="), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -287,7 +293,7 @@ func TestMovePushPull(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := migrate.Push(ctx(t), ra, ra.Registry(true), file, ref); err != nil {
+			if _, err := migrate.Push(ctx(t), ra, ra.Registry(plainTransport(t)), file, ref); err != nil {
 				t.Fatal(err)
 			}
 			if got := tags(t, reg, repo); len(got) != 1 {
@@ -317,7 +323,10 @@ func TestMovePushPull(t *testing.T) {
 		for _, args := range [][]string{
 			{"push", "--plain-http", "--ref", s.refPath, "registry.example.com/runs/demo:x"},
 			{"pull", "--plain-http", "--trust", s.pub, "registry.example.com/runs/demo:x", "--out", filepath.Join(t.TempDir(), "r.json")},
-			{"push", "--ref", s.refPath, reg.Host + "/runs/demo"}, // no tag
+			{"pull", "--plain-http", "--trust", s.pub, reg.Host + "/runs/demo", "--out", filepath.Join(t.TempDir(), "r.json")},                     // no tag, no --run
+			{"pull", "--plain-http", "--trust", s.pub, target, "--run", s.ref.Run, "--out", filepath.Join(t.TempDir(), "r.json")},                  // a tag and --run
+			{"pull", "--plain-http", "--trust", s.pub, reg.Host + "/runs/demo", "--run", "Bad_Run", "--out", filepath.Join(t.TempDir(), "r.json")}, // not a run id
+			{"push", "--ref", s.refPath, reg.Host + "/runs/demo@sha256:" + strings.Repeat("a", 64)},                                                // a digest
 		} {
 			if code, _, _ := srcli(t, c, "", args...); code != 64 {
 				t.Errorf("%v: exit %d, want 64", args, code)

@@ -98,7 +98,7 @@ func TestMoveProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		var push progressLog
-		if _, err := migrate.Push(ctx(t), ra, ra.Registry(true), refFile, target, migrate.WithProgress(&push)); err != nil {
+		if _, err := migrate.Push(ctx(t), ra, ra.Registry(plainTransport(t)), refFile, target, migrate.WithProgress(&push)); err != nil {
 			t.Fatal(err)
 		}
 		if len(push.phases) != 2 || push.phases[0] != "push base" || push.phases[1] != "push" ||
@@ -107,7 +107,7 @@ func TestMoveProgress(t *testing.T) {
 		}
 		var pull progressLog
 		rc := c.Connect(t, "") // nothing there: the layer and the base are fetched
-		if _, err := migrate.Pull(ctx(t), rc, rc.Registry(true), target, trust, migrate.WithProgress(&pull)); err != nil {
+		if _, err := migrate.Pull(ctx(t), rc, rc.Registry(plainTransport(t)), target, trust, migrate.WithProgress(&pull)); err != nil {
 			t.Fatal(err)
 		}
 		if len(pull.phases) != 3 || pull.phases[0] != "pull" || pull.bytes[0] != s.ref.RootfsDiff.Size ||

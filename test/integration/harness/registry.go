@@ -16,13 +16,18 @@ import (
 // `make deps`.
 const RegistryBinary = "/usr/bin/docker-registry"
 
-// Registry is a docker-registry serving plain HTTP on 127.0.0.1 with its
-// storage in a temporary directory, started by StartRegistry.
+// Registry is a docker-registry on 127.0.0.1 with its storage in a
+// temporary directory, started by StartRegistry (plain HTTP, open) or
+// StartRegistryWith (htpasswd auth, TLS).
 type Registry struct {
 	Host string // "127.0.0.1:<port>"
 	Dir  string // storage root, config and log
-	cmd  *exec.Cmd
-	done chan struct{}
+	// CAFile is the PEM CA certificate the registry's TLS certificate
+	// chains to ("" for plain HTTP); CertDir holds it as ca.crt (skopeo's
+	// --src-cert-dir).
+	CAFile, CertDir string
+	cmd             *exec.Cmd
+	done            chan struct{}
 }
 
 // StartRegistry starts docker-registry on 127.0.0.1 at a free port, waits
@@ -31,6 +36,14 @@ type Registry struct {
 // log is printed when the test failed. It skips (fails under CI=true) when
 // the binary is not installed.
 func StartRegistry(t testing.TB) *Registry {
+	t.Helper()
+	return StartRegistryWith(t, RegistryConfig{})
+}
+
+// StartRegistryWith is StartRegistry with htpasswd users and TLS as cfg
+// says (registry_auth.go); it waits until GET /v2/ answers 200, or 401
+// when users are set.
+func StartRegistryWith(t testing.TB, cfg RegistryConfig) *Registry {
 	t.Helper()
 	if _, err := os.Stat(RegistryBinary); err != nil {
 		missing(t, "harness: %s (apt-get install docker-registry, or `make deps`): %v", RegistryBinary, err)
@@ -42,7 +55,7 @@ func StartRegistry(t testing.TB) *Registry {
 	}
 	host := l.Addr().String()
 	l.Close()
-	cfg := fmt.Sprintf(`version: 0.1
+	yml := fmt.Sprintf(`version: 0.1
 log:
   level: warn
 storage:
@@ -53,8 +66,10 @@ storage:
 http:
   addr: %s
 `, filepath.Join(dir, "storage"), host)
+	r := &Registry{Host: host, Dir: dir, done: make(chan struct{})}
+	yml += cfg.configure(t, r)
 	cfgPath := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "registry.log")
@@ -70,7 +85,7 @@ http:
 		logf.Close()
 		t.Fatalf("harness: start %s: %v", RegistryBinary, err)
 	}
-	r := &Registry{Host: host, Dir: dir, cmd: cmd, done: make(chan struct{})}
+	r.cmd = cmd
 	go func() { cmd.Wait(); logf.Close(); close(r.done) }()
 	t.Cleanup(func() {
 		r.stop(t)
@@ -80,7 +95,11 @@ http:
 		}
 	})
 
-	client := &http.Client{Timeout: 250 * time.Millisecond, Transport: &http.Transport{Proxy: nil}}
+	client := r.Client(250 * time.Millisecond)
+	ready := http.StatusOK
+	if len(cfg.Users) > 0 {
+		ready = http.StatusUnauthorized
+	}
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		select {
@@ -89,10 +108,10 @@ http:
 			t.Fatalf("harness: registry exited during start (%v); log:\n%s", cmd.ProcessState, b)
 		default:
 		}
-		resp, err := client.Get("http://" + host + "/v2/")
+		resp, err := client.Get(r.URL() + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == ready {
 				return r
 			}
 		}
