@@ -547,3 +547,31 @@ func TestHostPID1Namespace(t *testing.T) {
 		t.Error("a regular file is not pid 1's namespace")
 	}
 }
+
+// FuzzCompareSpec: no panic on any input; a failure is a *SpecError; and
+// any spec that decodes, compared with itself, has no drift.
+func FuzzCompareSpec(f *testing.F) {
+	base, err := os.ReadFile(filepath.Join(specCheckDir, "base.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(base)
+	for _, s := range []string{`{"ociVersion":"1"}`, `{"ociVersion":"1","mounts":[{"type":"bind","source":"/a","destination":"/b"}]}`,
+		`{"ociVersion":"1","x":[{},null,[]]}`, `{"ociVersion":"1","process":{"user":{"uid":1.5}}}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	opts := resume.SpecOptions{HostNamespace: func(string, string) bool { return false }}
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		d, err := resume.CompareSpec(spec, spec, opts)
+		if err != nil {
+			var se *resume.SpecError
+			if !errors.As(err, &se) || se.Side != resume.SpecRecorded {
+				t.Fatalf("err = %v", err)
+			}
+			return
+		}
+		if len(d) != 0 {
+			t.Fatalf("a spec differs from itself: %s", driftJSON(d))
+		}
+	})
+}
