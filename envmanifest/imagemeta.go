@@ -2,7 +2,8 @@ package envmanifest
 
 import (
 	"fmt"
-	"strconv"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // ImageMetadataLabel is the image config label in which the Dev Containers
@@ -31,10 +32,11 @@ var imageMetadataOnly = map[string]PropertyInfo{
 // sorted by pointer.
 //
 // label is the label's string value (already unescaped from the config
-// JSON). It is read with the strict decoder (strict JSON, no comments;
-// duplicate names, UTF-8, noncharacters, I-JSON numbers, 1 MiB; nesting
-// inside the label is limited to MaxDepth−1 levels). A label that does not
-// decode is one refusal at ImageMetadataPointer with the decoder's class
+// JSON). It is read with the strict decoder, internal/strictjson (strict
+// JSON, no comments; duplicate names, UTF-8, noncharacters, I-JSON
+// numbers, 1 MiB; nesting inside the label is limited to MaxDepth−1 = 63
+// levels). A label that does not decode is one refusal at
+// ImageMetadataPointer with the decoder's class
 // ("syntax", "duplicate-key", "encoding", "number", "limit"), its message
 // naming the place in the label; a label that is JSON but neither an array
 // nor an object is one "invalid-value" refusal there.
@@ -57,11 +59,11 @@ func CheckImageMetadata(label string) []Refusal {
 	}
 	var out []Refusal
 	switch root.Kind {
-	case KindArray:
+	case strictjson.KindArray:
 		for _, f := range root.Elems {
 			out = checkFragment(out, f)
 		}
-	case KindObject:
+	case strictjson.KindObject:
 		out = checkFragment(out, root)
 	default:
 		return []Refusal{{Pointer: ImageMetadataPointer, Class: ClassInvalidValue,
@@ -72,9 +74,9 @@ func CheckImageMetadata(label string) []Refusal {
 }
 
 // checkFragment classifies one fragment's members and appends refusals.
-func checkFragment(out []Refusal, f *Node) []Refusal {
+func checkFragment(out []Refusal, f *strictjson.Node) []Refusal {
 	ptr := labelPointer(f.Pointer)
-	if f.Kind != KindObject {
+	if f.Kind != strictjson.KindObject {
 		return append(out, Refusal{Pointer: ptr, Class: ClassInvalidValue,
 			Message: fmt.Sprintf("a %s fragment must be an object, not %s", ImageMetadataLabel, f.Kind)})
 	}
@@ -97,7 +99,7 @@ func checkFragment(out []Refusal, f *Node) []Refusal {
 			out = append(out, Refusal{Pointer: mptr, Class: ClassChangesWhatRuns,
 				Message: fmt.Sprintf("the image's %s label carries %s (%s), which the v1 manifest cannot carry; use an image without it", ImageMetadataLabel, m.Name, info.Note)})
 		case PropCosmetic, PropNetworking:
-			if m.Name == "hostRequirements" && m.Value.Kind == KindObject {
+			if m.Name == "hostRequirements" && m.Value.Kind == strictjson.KindObject {
 				for _, hm := range m.Value.Members {
 					if hm.Name == "gpu" {
 						out = append(out, Refusal{Pointer: labelPointer(hm.Value.Pointer), Class: ClassExecutesOrWidens,
@@ -122,53 +124,48 @@ func labelPointer(p string) string {
 }
 
 // decodeLabel reads the label with the strict decoder, as the one member
-// of an object ({"m":<label>}), and returns the label's root, or the one
-// refusal of a label that does not decode. It is the only use of the
-// strict decoder for labels.
-func decodeLabel(label string) (*Node, *Refusal) {
-	fail := func(class Class, msg string) (*Node, *Refusal) {
+// of an object ({"m":<label>}: the decoder reads objects, and the label is
+// usually an array), and returns the label's root, or the one refusal of a
+// label that does not decode, its message placed in the label's own lines
+// and columns. It is the only use of the strict decoder for labels.
+func decodeLabel(label string) (*strictjson.Node, *Refusal) {
+	fail := func(class Class, msg string) (*strictjson.Node, *Refusal) {
 		return nil, &Refusal{Pointer: ImageMetadataPointer, Class: class,
 			Message: fmt.Sprintf("the %s label does not decode: %s", ImageMetadataLabel, msg)}
 	}
 	const prefix = `{"` + labelWrapper + `":`
-	if len(label)+len(prefix)+1 > MaxInputBytes {
-		return fail(ClassLimit, fmt.Sprintf("it is %d bytes, more than the %d-byte limit", len(label), MaxInputBytes-len(prefix)-1))
+	if limit := strictjson.MaxInputBytes - len(prefix) - 1; len(label) > limit {
+		return fail(ClassLimit, fmt.Sprintf("it is %d bytes, more than the %d-byte limit", len(label), limit))
 	}
-	root, refusals := Decode([]byte(prefix+label+"}"), false)
+	root, errs := strictjson.Decode([]byte(prefix+label+"}"), false)
 	if root == nil {
-		r := refusals[0]
-		return fail(r.Class, unwrapPosition(r.Message, len(prefix)))
+		e := errs[0]
+		msg := e.Message
+		if e.Line > 0 {
+			col := e.Column
+			if e.Line == 1 {
+				col = max(col-len(prefix), 1)
+			}
+			msg = fmt.Sprintf("%d:%d: %s", e.Line, col, e.Message)
+		}
+		return fail(kindClass(e.Kind), msg)
 	}
 	// Exactly one member named "m": the label text is exactly one JSON
 	// value (text such as `[1], "n": [2]` would otherwise pass as two).
 	if len(root.Members) != 1 || root.Members[0].Name != labelWrapper {
 		return fail(ClassSyntax, "it is not one JSON value")
 	}
-	if len(refusals) > 0 {
-		r := refusals[0]
-		msg := labelPointer(r.Pointer)[len(ImageMetadataPointer):]
+	if len(errs) > 0 {
+		e := errs[0]
+		msg := labelPointer(e.Pointer)[len(ImageMetadataPointer):]
 		if msg == "" {
 			msg = `""`
 		}
-		msg += ": " + r.Message
-		if n := len(refusals) - 1; n > 0 {
+		msg += ": " + e.Message
+		if n := len(errs) - 1; n > 0 {
 			msg += fmt.Sprintf(" (and %d more)", n)
 		}
-		return fail(r.Class, msg)
+		return fail(kindClass(e.Kind), msg)
 	}
 	return root.Members[0].Value, nil
-}
-
-// unwrapPosition rewrites a decoder message's leading "line:column: " to
-// the label's own position (the wrapper adds shift bytes to line 1).
-func unwrapPosition(msg string, shift int) string {
-	var line, col int
-	if _, err := fmt.Sscanf(msg, "%d:%d:", &line, &col); err != nil {
-		return msg
-	}
-	head := strconv.Itoa(line) + ":" + strconv.Itoa(col) + ":"
-	if line == 1 {
-		col = max(col-shift, 1)
-	}
-	return strconv.Itoa(line) + ":" + strconv.Itoa(col) + ":" + msg[len(head):]
 }

@@ -3,6 +3,8 @@ package envmanifest
 import (
 	"strings"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // TestCheckImageMetadata asserts the exact refusals (pointer and class, in
@@ -81,11 +83,11 @@ func TestCheckImageMetadata(t *testing.T) {
 			[]want{{lp + "/0/a~1b~0c", ClassUnknownProperty, `"a/b~c"`}}},
 		{"docker-in-docker as the tooling writes it", `[{"id":"ghcr.io/devcontainers/features/common-utils:2"},{"id":"ghcr.io/devcontainers/features/docker-in-docker:2","privileged":true,"containerEnv":{"DOCKER_BUILDKIT":"1"},"entrypoint":"/usr/local/share/docker-init.sh","mounts":[{"source":"dind-var-lib-docker-${devcontainerId}","target":"/var/lib/docker","type":"volume"}],"customizations":{"vscode":{"extensions":["ms-azuretools.vscode-docker"]}}},{"remoteUser":"vscode"}]`,
 			[]want{{lp + "/1/entrypoint", ClassExecutesOrWidens, "entrypoint"}, {lp + "/1/privileged", ClassExecutesOrWidens, "privileged"}}},
-		{"too large", `["` + strings.Repeat("a", MaxInputBytes) + `"]`,
+		{"too large", `["` + strings.Repeat("a", strictjson.MaxInputBytes) + `"]`,
 			[]want{{lp, ClassLimit, "limit"}}},
-		{"too deep", strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+		{"too deep", strings.Repeat("[", strictjson.MaxDepth) + strings.Repeat("]", strictjson.MaxDepth),
 			[]want{{lp, ClassLimit, "nesting deeper"}}},
-		{"deep enough", `[{"customizations":` + strings.Repeat("[", MaxDepth-3) + strings.Repeat("]", MaxDepth-3) + `}]`,
+		{"deep enough", `[{"customizations":` + strings.Repeat("[", strictjson.MaxDepth-3) + strings.Repeat("]", strictjson.MaxDepth-3) + `}]`,
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

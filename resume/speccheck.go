@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // SpecDrift is one member of an offered OCI runtime spec that differs from
@@ -694,16 +694,15 @@ func (v *specValue) text() string {
 // types and required members. It is the only use of the strict decoder in
 // this file.
 func decodeSpec(side string, data []byte) (*specValue, *SpecError) {
-	root, refusals := envmanifest.Decode(data, false)
-	if root == nil {
-		r := refusals[0]
-		return nil, &SpecError{Side: side, Pointer: r.Pointer, Kind: string(r.Class), Message: r.Message}
-	}
-	for _, r := range refusals {
-		if r.Class == envmanifest.ClassNumber {
+	root, errs := strictjson.Decode(data, false)
+	for _, e := range errs {
+		if e.Kind == strictjson.Number {
 			continue // numbers are read exactly below
 		}
-		return nil, &SpecError{Side: side, Pointer: r.Pointer, Kind: string(r.Class), Message: r.Message}
+		return nil, &SpecError{Side: side, Pointer: e.Pointer, Kind: string(e.Kind), Message: e.Text()}
+	}
+	if root == nil {
+		return nil, &SpecError{Side: side, Kind: string(strictjson.Syntax), Message: "does not decode"}
 	}
 	v, serr := fromNode(side, root)
 	if serr != nil {
@@ -728,16 +727,16 @@ var (
 	}
 )
 
-func fromNode(side string, n *envmanifest.Node) (*specValue, *SpecError) {
+func fromNode(side string, n *strictjson.Node) (*specValue, *SpecError) {
 	v := &specValue{ptr: n.Pointer, raw: n.Raw}
 	switch n.Kind {
-	case envmanifest.KindNull:
+	case strictjson.KindNull:
 		v.kind = specNull
-	case envmanifest.KindBool:
+	case strictjson.KindBool:
 		v.kind, v.b = specBool, n.Bool
-	case envmanifest.KindString:
+	case strictjson.KindString:
 		v.kind, v.str = specString, n.Str
-	case envmanifest.KindNumber:
+	case strictjson.KindNumber:
 		v.kind = specNumber
 		i, ok := parseInteger(string(n.Raw))
 		if !ok {
@@ -749,7 +748,7 @@ func fromNode(side string, n *envmanifest.Node) (*specValue, *SpecError) {
 				Message: fmt.Sprintf("%s fits neither int64 nor uint64", n.Raw)}
 		}
 		v.str = i.String()
-	case envmanifest.KindObject:
+	case strictjson.KindObject:
 		v.kind = specObject
 		v.members = make(map[string]*specValue, len(n.Members))
 		for _, m := range n.Members {
@@ -760,7 +759,7 @@ func fromNode(side string, n *envmanifest.Node) (*specValue, *SpecError) {
 			v.names = append(v.names, m.Name)
 			v.members[m.Name] = c
 		}
-	case envmanifest.KindArray:
+	case strictjson.KindArray:
 		v.kind = specArray
 		for _, e := range n.Elems {
 			c, serr := fromNode(side, e)
@@ -808,7 +807,7 @@ func typeCheck(side string, n *ruleNode, v *specValue) *SpecError {
 		}
 		for name, c := range n.children {
 			if m := v.members[name]; c.required && (m == nil || m.kind == specNull) {
-				return &SpecError{Side: side, Pointer: envmanifest.Pointer(v.ptr, name), Kind: "missing",
+				return &SpecError{Side: side, Pointer: strictjson.Pointer(v.ptr, name), Kind: "missing",
 					Message: "required member is missing"}
 			}
 		}

@@ -2,7 +2,7 @@ package snapshot
 
 import (
 	"context"
-	"crypto/ed25519"
+	"crypto"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,8 +17,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
-// Errors of Suspend; the CLI maps them to exit codes through
-// resume.Classify.
+// Errors of Suspend; each carries a class (internal/exitcode) that the CLI
+// maps to an exit code.
 var (
 	// ErrMismatch: the declaration does not describe the container (its
 	// snapshot's parent is not the chain of the image the manifest names,
@@ -56,8 +56,9 @@ type SuspendRequest struct {
 	Policy []string
 	// Run is the run id; "" means DefaultRunID(ContainerID).
 	Run string
-	// Keys sign the ref (at least one).
-	Keys []ed25519.PrivateKey
+	// Keys sign the ref (at least one): crypto.Signers holding Ed25519
+	// keys (envelope.Sign).
+	Keys []crypto.Signer
 	// Out is the ref file to write; "" means "<run>.ref.json" in the
 	// current directory.
 	Out string

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
@@ -58,7 +60,7 @@ func newEnv(t *testing.T, config string) env {
 
 func (e env) req(container, run string) snapshot.SuspendRequest {
 	return snapshot.SuspendRequest{ContainerID: container, ConfigPath: e.cfg, Run: run,
-		Keys: []ed25519.PrivateKey{e.priv}, Out: filepath.Join(e.dir, "ref.json")}
+		Keys: []crypto.Signer{e.priv}, Out: filepath.Join(e.dir, "ref.json")}
 }
 
 func TestSuspendRefusals(t *testing.T) {
@@ -139,7 +141,7 @@ func TestSuspendDefaultsAndKeepRunning(t *testing.T) {
 	if c.Task != snapshot.TaskRunning {
 		t.Fatalf("task %q, want running", c.Task)
 	}
-	if _, err := snapshot.OpenRef(res.File, envmanifest.NewKeyRing(e.pub)); err != nil {
+	if _, err := snapshot.OpenRef(res.File, envelope.NewKeyRing(e.pub)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -195,7 +197,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 			if err != nil || !bytes.Equal(file, res.File) {
 				t.Fatalf("ref file after rerun (err %v)", err)
 			}
-			if _, err := snapshot.OpenRef(file, envmanifest.NewKeyRing(e.pub)); err != nil {
+			if _, err := snapshot.OpenRef(file, envelope.NewKeyRing(e.pub)); err != nil {
 				t.Fatal(err)
 			}
 			if c, _ := f.Container(ctx, "Box-1"); c.Task != snapshot.TaskNone {
