@@ -9,6 +9,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 // sentinelClasses maps the sentinel errors of the libraries to their
@@ -21,11 +22,11 @@ var sentinelClasses = []struct {
 	{envelope.ErrSignature, exitcode.ClassUntrusted},
 	{envelope.ErrKeyExists, exitcode.ClassRefused},
 	{snapshot.ErrTampered, exitcode.ClassTampered},
-	{snapshot.ErrMismatch, exitcode.ClassManifestMismatch},
+	{suspend.ErrMismatch, exitcode.ClassManifestMismatch},
 	{snapshot.ErrImageUnresolved, exitcode.ClassImageUnresolved},
-	{snapshot.ErrContainerNotFound, exitcode.ClassBadInput},
+	{suspend.ErrContainerNotFound, exitcode.ClassBadInput},
 	{snapshot.ErrRunNotFound, exitcode.ClassBadInput},
-	{snapshot.ErrRunConflict, exitcode.ClassClaimConflict},
+	{suspend.ErrRunConflict, exitcode.ClassClaimConflict},
 	{snapshot.ErrArtifactRefused, exitcode.ClassBadInput},
 	{snapshot.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 // Probe lets the suite look at the store behind a Capturer.
@@ -266,7 +267,7 @@ func testLabels(t *testing.T, f Fixture) {
 	}
 }
 
-// testSuspend runs snapshot.Suspend against the Capturer and checks the
+// testSuspend runs suspend.Run against the Capturer and checks the
 // result through the Probe.
 func testSuspend(t *testing.T, f Fixture) {
 	ctx := context.Background()
@@ -281,7 +282,7 @@ func testSuspend(t *testing.T, f Fixture) {
 	}
 	run := f.LeaseID[len(snapshot.RunLeasePrefix):]
 	out := filepath.Join(dir, "ref.json")
-	res, err := snapshot.Suspend(ctx, f.Capturer, snapshot.SuspendRequest{
+	res, err := suspend.Run(ctx, f.Capturer, suspend.Request{
 		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv}, Out: out,
 	})
 	if err != nil {
@@ -326,7 +327,7 @@ func testSuspend(t *testing.T, f Fixture) {
 		t.Fatalf("after suspend the snapshot is %q (err %v), want active", kind, err)
 	}
 	// A rerun with the same run id succeeds and writes the same ref.
-	res2, err := snapshot.Suspend(ctx, f.Capturer, snapshot.SuspendRequest{
+	res2, err := suspend.Run(ctx, f.Capturer, suspend.Request{
 		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv}, Out: out,
 	})
 	if err != nil {
