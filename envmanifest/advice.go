@@ -79,9 +79,9 @@ const (
 var adviceTable = []AdviceRule{
 	// Lifecycle hooks.
 	{"initializeCommand", ClassExecutesOrWidens, FixRemove, "it runs on the host before the container exists, outside any sandbox: do that preparation (mkdir, copying files, a registry login) in the runtime's host-side setup for the unit, or drop it"},
-	{"onCreateCommand", ClassExecutesOrWidens, FixRemove, "it runs once when the container is created: " + adviceBakeHook},
+	{"onCreateCommand", ClassExecutesOrWidens, FixRemove, "it runs once when the container is created; " + adviceBakeHook},
 	{"updateContentCommand", ClassExecutesOrWidens, FixRemove, "it runs when the workspace content is (re)loaded: make it the unit's own first step, run by the sandbox runtime under the unit's grants; a step that does not need the workspace goes into the image instead (a Dockerfile RUN step, then `sandbox-resume pin`)"},
-	{"postCreateCommand", ClassExecutesOrWidens, FixRemove, "it runs after the container is created: " + adviceBakeHook},
+	{"postCreateCommand", ClassExecutesOrWidens, FixRemove, "it runs after the container is created; " + adviceBakeHook},
 	{"postStartCommand", ClassExecutesOrWidens, FixRemove, "it runs at every start: put it in the image's ENTRYPOINT or CMD (a Dockerfile FROM your image, pushed and pinned) or in the runtime's own start script for the unit"},
 	{"postAttachCommand", ClassExecutesOrWidens, FixRemove, "it runs whenever an editor attaches, an editor convenience that is not part of the environment: run it from the editor's terminal or as a step of the unit"},
 	// Building.

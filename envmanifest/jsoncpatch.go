@@ -19,6 +19,7 @@ type jsoncDoc struct {
 	v       hujson.Value
 	bom     bool // a leading UTF-8 BOM was set aside
 	addedNL bool // a newline was added to close a final line comment
+	crlf    bool // every line of the input ends in CR LF
 }
 
 // parseJSONC parses data (already accepted by Decode) for editing. A
@@ -26,6 +27,9 @@ type jsoncDoc struct {
 // which hujson does not accept, gets one that pack takes away again.
 func parseJSONC(data []byte) (*jsoncDoc, error) {
 	d := &jsoncDoc{}
+	if n := bytes.Count(data, []byte("\n")); n > 0 && bytes.Count(data, []byte("\r\n")) == n {
+		d.crlf = true
+	}
 	if bytes.HasPrefix(data, utf8BOM) {
 		data, d.bom = data[len(utf8BOM):], true
 	}
@@ -44,11 +48,16 @@ func parseJSONC(data []byte) (*jsoncDoc, error) {
 }
 
 // pack returns the document's bytes, with the BOM put back and the added
-// newline taken away.
+// newline taken away. In a CR LF document, a line end hujson wrote as a
+// bare LF (it splits CR LF when it moves a member's trailing newline) gets
+// its CR back.
 func (d *jsoncDoc) pack() []byte {
 	out := d.v.Pack()
 	if d.addedNL && len(out) > 0 && out[len(out)-1] == '\n' {
 		out = out[:len(out)-1]
+	}
+	if d.crlf && bytes.Count(out, []byte("\n")) != bytes.Count(out, []byte("\r\n")) {
+		out = bytes.ReplaceAll(bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
 	}
 	if d.bom {
 		out = append(append([]byte{}, utf8BOM...), out...)
