@@ -154,7 +154,7 @@ func imageDigested(image string) bool {
 // when the name is an index); it is used only when the image carries no
 // digest, and must then be a valid sha256 digest. The image edit keeps the
 // reference as written and appends "@<digest>" (":latest@<digest>" when it
-// has no tag). Each OCI feature whose core id carries no digest is renamed
+// has no tag). Each OCI feature whose key carries no digest is renamed
 // to its lockfile entry's "resolved" string exactly.
 //
 // Errors: a *RefusedError when data does not ingest; when the image
@@ -196,8 +196,8 @@ func PlanPin(data []byte, opts Options, imageDigest digest.Digest) ([]PinEdit, e
 		}
 	}
 	for _, s := range p.featureSites() {
-		if (Feature{ID: s.final}).IsPinned() {
-			continue
+		if (Feature{ID: s.id}).IsPinned() {
+			continue // the key itself carries the digest
 		}
 		switch {
 		case s.kind == featureTarball:
