@@ -205,7 +205,9 @@ func TestPinImage(t *testing.T) {
 	if _, err := Pin(ctx, []byte(`{"image": "debian:12"}`), PinOptions{Resolve: down}); err == nil || errors.Is(err, ErrImageUnresolved) {
 		t.Errorf("daemon down: %v", err)
 	}
-	bad := func(context.Context, string) (digest.Digest, error) { return "sha512:" + digest.Digest(strings.Repeat("7", 128)), nil }
+	bad := func(context.Context, string) (digest.Digest, error) {
+		return "sha512:" + digest.Digest(strings.Repeat("7", 128)), nil
+	}
 	if _, err := Pin(ctx, []byte(`{"image": "debian:12"}`), PinOptions{Resolve: bad}); err == nil {
 		t.Error("a sha512 resolution was written")
 	}
