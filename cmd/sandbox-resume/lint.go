@@ -244,13 +244,13 @@ func writeLintText(w io.Writer, res *envmanifest.LintResult) {
 	if len(res.Refusals) == 0 {
 		fmt.Fprintf(w, "%s: no refusals\n", res.Source)
 	} else {
-		fmt.Fprintf(w, "%s: %d refusals\n", res.Source, len(res.Refusals))
+		fmt.Fprintf(w, "%s: %s\n", res.Source, plural(len(res.Refusals), "refusal"))
 		writeLintRefusals(w, res.Refusals, true)
 	}
 	if res.Image != nil {
 		checked := "devcontainer.metadata not checked (no metadata check in this build)"
 		if res.Image.MetadataChecked {
-			checked = fmt.Sprintf("devcontainer.metadata checked: %d refusals", len(res.ImageRefusals))
+			checked = "devcontainer.metadata checked: " + plural(len(res.ImageRefusals), "refusal")
 		}
 		fmt.Fprintf(w, "\nimage %s resolves to %s; %s\n", res.Image.Reference, res.Image.Digest, checked)
 		writeLintRefusals(w, res.ImageRefusals, false)
@@ -260,7 +260,7 @@ func writeLintText(w io.Writer, res *envmanifest.LintResult) {
 		case len(res.Removed) == 0:
 			fmt.Fprintf(w, "\n--fix: nothing to remove; %s not written\n", res.Source)
 		default:
-			fmt.Fprintf(w, "\n--fix removed %d members and wrote %s:\n", len(res.Removed), res.Source)
+			fmt.Fprintf(w, "\n--fix removed %s and wrote %s:\n", plural(len(res.Removed), "member"), res.Source)
 			for _, rm := range res.Removed {
 				times := ""
 				if rm.Count > 1 {
@@ -274,7 +274,7 @@ func writeLintText(w io.Writer, res *envmanifest.LintResult) {
 			}
 		}
 		if len(res.Remaining) > 0 && len(res.Removed) > 0 {
-			fmt.Fprintf(w, "\nafter --fix, %d refusals remain:\n", len(res.Remaining))
+			fmt.Fprintf(w, "\nafter --fix, %s left:\n", plural(len(res.Remaining), "refusal"))
 			writeLintRefusals(w, res.Remaining, false)
 		}
 	}
@@ -291,4 +291,12 @@ func writeLintText(w io.Writer, res *envmanifest.LintResult) {
 			fmt.Fprintf(w, "unpinned: %s %s\n    what to do: %s\n", u.Pointer, u.Reference, u.Advice)
 		}
 	}
+}
+
+// plural writes n and noun, with an "s" unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
