@@ -35,7 +35,7 @@ const (
 	// encoding, unknown members).
 	AdviceAnyProperty = "*"
 	// AdviceImageMetadata is the image's devcontainer.metadata label
-	// (pointers under MetadataPointer).
+	// (pointers under /config/Labels/devcontainer.metadata).
 	AdviceImageMetadata = "devcontainer.metadata"
 	// AdviceGPU is hostRequirements.gpu.
 	AdviceGPU = "hostRequirements.gpu"
@@ -47,9 +47,10 @@ const (
 	AdviceEnvVar = "containerEnv.*"
 )
 
-// MetadataPointer is the JSON Pointer prefix of refusals of the image's
-// devcontainer.metadata label (docs/design.md "Image metadata").
-const MetadataPointer = "/config/Labels/devcontainer.metadata"
+// labelPointer is the JSON Pointer prefix of refusals of the image's
+// devcontainer.metadata label (docs/design.md "Image metadata"), as the
+// image-metadata check writes them.
+const labelPointer = "/config/Labels/devcontainer.metadata"
 
 // AdviceRule is one row of the advice table: for a refusal of Class at
 // Property, the Advice a user is given and the Fix `lint --fix` applies.
@@ -167,13 +168,13 @@ const genericAdvice = "fix or remove the member named by the pointer; see docs/a
 
 // AdviceProperty returns the advice-table property a refusal pointer
 // belongs to: "" for the whole document, AdviceImageMetadata under
-// MetadataPointer, AdviceGPU, AdviceFeature, AdviceMount and AdviceEnvVar
+// /config/Labels/devcontainer.metadata, AdviceGPU, AdviceFeature, AdviceMount and AdviceEnvVar
 // for members of those, else the top-level property name (unescaped).
 func AdviceProperty(ptr string) string {
 	if ptr == "" {
 		return AdviceDocument
 	}
-	if ptr == MetadataPointer || strings.HasPrefix(ptr, MetadataPointer+"/") {
+	if ptr == labelPointer || strings.HasPrefix(ptr, labelPointer+"/") {
 		return AdviceImageMetadata
 	}
 	toks := pointerTokens(ptr)

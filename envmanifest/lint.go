@@ -57,7 +57,8 @@ type Removal struct {
 // resolved, the Digest it resolves to in the content store (the index
 // digest when the name points at an index, else the manifest digest),
 // whether the devcontainer.metadata label was checked, and the label's
-// refusals (pointers under MetadataPointer; docs/design.md "Image
+// refusals (pointers under /config/Labels/devcontainer.metadata;
+// docs/design.md "Image
 // metadata").
 type ImageReport struct {
 	Reference       string        `json:"reference"`

@@ -83,8 +83,8 @@ func TestAdviceProperty(t *testing.T) {
 		"/containerEnv/LD_PRELOAD":                AdviceEnvVar,
 		"/customizations/vscode/settings":         "customizations",
 		"/a~1b":                                   "a/b",
-		MetadataPointer:                           AdviceImageMetadata,
-		MetadataPointer + "/0/postCreateCommand":  AdviceImageMetadata,
+		labelPointer:                              AdviceImageMetadata,
+		labelPointer + "/0/postCreateCommand":     AdviceImageMetadata,
 		"/config/Labels/devcontainer.metadataX/0": "config",
 	} {
 		if got := AdviceProperty(ptr); got != want {
@@ -516,8 +516,8 @@ func TestLintImage(t *testing.T) {
 	doc := []byte(`{"image": "busybox:1", "postCreateCommand": "x"}`)
 	var asked string
 	label := []Refusal{
-		{Pointer: MetadataPointer + "/0/postCreateCommand", Class: ClassExecutesOrWidens, Message: "lifecycle command in the label"},
-		{Pointer: MetadataPointer + "/1/privileged", Class: ClassExecutesOrWidens, Message: "privileged in the label"},
+		{Pointer: labelPointer + "/0/postCreateCommand", Class: ClassExecutesOrWidens, Message: "lifecycle command in the label"},
+		{Pointer: labelPointer + "/1/privileged", Class: ClassExecutesOrWidens, Message: "privileged in the label"},
 	}
 	inspect := func(_ context.Context, ref string) (*ImageReport, error) {
 		asked = ref
