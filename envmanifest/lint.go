@@ -58,8 +58,7 @@ type Removal struct {
 // digest when the name points at an index, else the manifest digest),
 // whether the devcontainer.metadata label was checked, and the label's
 // refusals (pointers under /config/Labels/devcontainer.metadata;
-// docs/design.md "Image
-// metadata").
+// docs/design.md "Image metadata").
 type ImageReport struct {
 	Reference       string        `json:"reference"`
 	Digest          digest.Digest `json:"digest"`
