@@ -88,12 +88,12 @@ func BenchmarkIngest(b *testing.B) {
 			b.SetBytes(int64(len(std)))
 			b.ReportAllocs()
 			cpuLoop(b, func() {
-				if root, rs := Decode(std, false); root == nil || len(rs) > 0 {
+				if root, rs := decode(std, false); root == nil || len(rs) > 0 {
 					b.Fatal(rs)
 				}
 			})
 		})
-		root, _ := Decode(std, false)
+		root, _ := decode(std, false)
 		b.Run(name+"/normalize", func(b *testing.B) {
 			b.ReportAllocs()
 			cpuLoop(b, func() {

@@ -296,8 +296,8 @@ func canonicalize(c *Core) ([]byte, error) {
 // returns copies of them in one buffer of their total length.
 func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error) {
 	// JCS output has no repeated name and is valid UTF-8: the checks that
-	// would find them are skipped (decoderOptions).
-	pd := getDecoder(canonical, decoderOptions...)
+	// would find them are skipped (readBackOptions).
+	pd := getDecoder(canonical)
 	defer putDecoder(pd)
 	dec := &pd.dec
 	if _, err := dec.ReadToken(); err != nil { // {

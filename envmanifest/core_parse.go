@@ -10,6 +10,9 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/gowebpki/jcs"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // ParseCore reads a decoded manifest core (the "manifest" member of a signed
@@ -30,7 +33,7 @@ import (
 //
 // Errors are a *RefusedError with one refusal per problem at its pointer
 // (n.Pointer-based, so they point into the file).
-func ParseCore(n *Node) (Core, error) {
+func ParseCore(n *strictjson.Node) (Core, error) {
 	c, _, err := parseCore(n, nil)
 	return c, err
 }
@@ -38,27 +41,27 @@ func ParseCore(n *Node) (Core, error) {
 // ParseCoreCanonical is ParseCore that also returns the RFC 8785 JCS bytes
 // of the core exactly as parsed (of n.Raw), which it computes anyway: the
 // bytes whose BLAKE3 hash is the core's address.
-func ParseCoreCanonical(n *Node) (Core, []byte, error) {
+func ParseCoreCanonical(n *strictjson.Node) (Core, []byte, error) {
 	return parseCore(n, nil)
 }
 
 // parseCore is ParseCoreCanonical; canonical, when not nil, is the already
-// computed JCS of n.Raw (a SignedDocument's Canonical), saving a JCS pass.
-func parseCore(n *Node, canonical []byte) (Core, []byte, error) {
+// computed JCS of n.Raw (an envelope.Document's Canonical), saving a JCS pass.
+func parseCore(n *strictjson.Node, canonical []byte) (Core, []byte, error) {
 	var c Core
 	var rs []Refusal
 	refuse := func(ptr string, class Class, format string, args ...any) {
 		rs = append(rs, Refusal{Pointer: ptr, Class: class, Message: fmt.Sprintf(format, args...)})
 	}
-	if n == nil || n.Kind != KindObject {
+	if n == nil || n.Kind != strictjson.KindObject {
 		p := ""
 		if n != nil {
 			p = n.Pointer
 		}
 		return c, nil, &RefusedError{Refusals: []Refusal{{Pointer: p, Class: ClassInvalidValue, Message: "a manifest core must be an object"}}}
 	}
-	str := func(v *Node, name string) (string, bool) {
-		if v.Kind != KindString {
+	str := func(v *strictjson.Node, name string) (string, bool) {
+		if v.Kind != strictjson.KindString {
 			refuse(v.Pointer, ClassInvalidValue, "%q must be a string, not %s", name, v.Kind)
 			return "", false
 		}
@@ -97,10 +100,10 @@ func parseCore(n *Node, canonical []byte) (Core, []byte, error) {
 		}
 	}
 	if n.Get("schema") == nil {
-		refuse(Pointer(n.Pointer, "schema"), ClassMissing, "a manifest core needs %q", "schema")
+		refuse(strictjson.Pointer(n.Pointer, "schema"), ClassMissing, "a manifest core needs %q", "schema")
 	}
 	if n.Get("image") == nil {
-		refuse(Pointer(n.Pointer, "image"), ClassMissing, "a manifest core needs %q", "image")
+		refuse(strictjson.Pointer(n.Pointer, "image"), ClassMissing, "a manifest core needs %q", "image")
 	}
 	if len(rs) == 0 {
 		// The core must serialize back to the bytes it was read from, or
@@ -146,8 +149,8 @@ func checkNormalizedImage(s string) string {
 	return ""
 }
 
-func parseCoreEnv(v *Node, refuse func(string, Class, string, ...any)) map[string]string {
-	if v.Kind != KindObject {
+func parseCoreEnv(v *strictjson.Node, refuse func(string, Class, string, ...any)) map[string]string {
+	if v.Kind != strictjson.KindObject {
 		refuse(v.Pointer, ClassInvalidValue, "%q must be an object, not %s", "containerEnv", v.Kind)
 		return nil
 	}
@@ -158,7 +161,7 @@ func parseCoreEnv(v *Node, refuse func(string, Class, string, ...any)) map[strin
 	env := make(map[string]string, len(v.Members))
 	for _, m := range v.Members {
 		switch {
-		case m.Value.Kind != KindString:
+		case m.Value.Kind != strictjson.KindString:
 			refuse(m.Value.Pointer, ClassInvalidValue, "containerEnv values must be strings, not %s", m.Value.Kind)
 		case m.Name == "" || strings.Contains(m.Name, "="):
 			refuse(m.Value.Pointer, ClassInvalidValue, "containerEnv name %q is empty or contains '='", m.Name)
@@ -169,8 +172,8 @@ func parseCoreEnv(v *Node, refuse func(string, Class, string, ...any)) map[strin
 	return env
 }
 
-func parseCoreFeatures(v *Node, refuse func(string, Class, string, ...any)) []Feature {
-	if v.Kind != KindArray {
+func parseCoreFeatures(v *strictjson.Node, refuse func(string, Class, string, ...any)) []Feature {
+	if v.Kind != strictjson.KindArray {
 		refuse(v.Pointer, ClassInvalidValue, "%q must be an array, not %s", "features", v.Kind)
 		return nil
 	}
@@ -181,7 +184,7 @@ func parseCoreFeatures(v *Node, refuse func(string, Class, string, ...any)) []Fe
 	var out []Feature
 	prev := ""
 	for i, e := range v.Elems {
-		if e.Kind != KindObject {
+		if e.Kind != strictjson.KindObject {
 			refuse(e.Pointer, ClassInvalidValue, "a feature must be an object, not %s", e.Kind)
 			continue
 		}
@@ -190,8 +193,8 @@ func parseCoreFeatures(v *Node, refuse func(string, Class, string, ...any)) []Fe
 		id, opts := e.Get("id"), e.Get("options")
 		switch {
 		case id == nil:
-			refuse(Pointer(e.Pointer, "id"), ClassMissing, "a feature needs a string %q", "id")
-		case id.Kind != KindString:
+			refuse(strictjson.Pointer(e.Pointer, "id"), ClassMissing, "a feature needs a string %q", "id")
+		case id.Kind != strictjson.KindString:
 			refuse(id.Pointer, ClassInvalidValue, "%q must be a string, not %s", "id", id.Kind)
 		default:
 			f.ID = id.Str
@@ -205,8 +208,8 @@ func parseCoreFeatures(v *Node, refuse func(string, Class, string, ...any)) []Fe
 		}
 		switch {
 		case opts == nil:
-			refuse(Pointer(e.Pointer, "options"), ClassMissing, "a feature needs an object %q ({} when empty)", "options")
-		case opts.Kind != KindObject:
+			refuse(strictjson.Pointer(e.Pointer, "options"), ClassMissing, "a feature needs an object %q ({} when empty)", "options")
+		case opts.Kind != strictjson.KindObject:
 			refuse(opts.Pointer, ClassInvalidValue, "%q must be an object, not %s", "options", opts.Kind)
 		default:
 			// Each options object is canonicalized on its own here, and
@@ -253,8 +256,8 @@ func checkFeatureID(id string) string {
 	return ""
 }
 
-func parseCoreMounts(v *Node, refuse func(string, Class, string, ...any)) []Mount {
-	if v.Kind != KindArray {
+func parseCoreMounts(v *strictjson.Node, refuse func(string, Class, string, ...any)) []Mount {
+	if v.Kind != strictjson.KindArray {
 		refuse(v.Pointer, ClassInvalidValue, "%q must be an array, not %s", "mounts", v.Kind)
 		return nil
 	}
@@ -266,21 +269,21 @@ func parseCoreMounts(v *Node, refuse func(string, Class, string, ...any)) []Moun
 	prev := ""
 	cleaned := map[string]string{}
 	for i, e := range v.Elems {
-		if e.Kind != KindObject {
+		if e.Kind != strictjson.KindObject {
 			refuse(e.Pointer, ClassInvalidValue, "a mount must be an object, not %s", e.Kind)
 			continue
 		}
 		checkOnlyMembers(e, refuse, "mount", "source", "target", "kind")
 		var m Mount
 		if s := e.Get("source"); s != nil {
-			if s.Kind != KindString || s.Str == "" {
+			if s.Kind != strictjson.KindString || s.Str == "" {
 				refuse(s.Pointer, ClassInvalidValue, "%q must be a non-empty string", "source")
 			}
 			m.Source = s.Str
 		}
 		if k := e.Get("kind"); k == nil {
-			refuse(Pointer(e.Pointer, "kind"), ClassMissing, "a mount needs %q", "kind")
-		} else if k.Kind != KindString || (k.Str != "bind" && k.Str != "volume" && k.Str != "tmpfs") {
+			refuse(strictjson.Pointer(e.Pointer, "kind"), ClassMissing, "a mount needs %q", "kind")
+		} else if k.Kind != strictjson.KindString || (k.Str != "bind" && k.Str != "volume" && k.Str != "tmpfs") {
 			refuse(k.Pointer, ClassInvalidValue, "%q must be \"bind\", \"volume\" or \"tmpfs\"", "kind")
 		} else {
 			m.Kind = k.Str
@@ -288,8 +291,8 @@ func parseCoreMounts(v *Node, refuse func(string, Class, string, ...any)) []Moun
 		t := e.Get("target")
 		switch {
 		case t == nil:
-			refuse(Pointer(e.Pointer, "target"), ClassMissing, "a mount needs %q", "target")
-		case t.Kind != KindString || t.Str == "":
+			refuse(strictjson.Pointer(e.Pointer, "target"), ClassMissing, "a mount needs %q", "target")
+		case t.Kind != strictjson.KindString || t.Str == "":
 			refuse(t.Pointer, ClassInvalidValue, "%q must be a non-empty string", "target")
 		default:
 			m.Target = t.Str
@@ -307,7 +310,7 @@ func parseCoreMounts(v *Node, refuse func(string, Class, string, ...any)) []Moun
 	return out
 }
 
-func checkOnlyMembers(e *Node, refuse func(string, Class, string, ...any), what string, allowed ...string) {
+func checkOnlyMembers(e *strictjson.Node, refuse func(string, Class, string, ...any), what string, allowed ...string) {
 	for _, m := range e.Members {
 		known := false
 		for _, a := range allowed {
@@ -333,11 +336,12 @@ type VerifiedManifest struct {
 }
 
 // VerifySignedManifest checks a signed manifest file's bytes in the order
-// of resume's checks 1–3 (DESIGN "Signed documents", "Resume decision"):
-// ParseSigned with member "manifest" (*RefusedError, exit 2), Verify against
-// trust (ErrSignature, exit 6), then ParseCore (*RefusedError, exit 2).
-func VerifySignedManifest(data []byte, trust *KeyRing) (*VerifiedManifest, error) {
-	doc, err := ParseSigned(data, SignedMemberManifest)
+// of resume's checks 1–3 (docs/design.md "Signed documents", "Resume
+// decision"): ParseSigned with member "manifest" (*RefusedError), Verify
+// against trust (wrapping envelope.ErrSignature), then ParseCore
+// (*RefusedError).
+func VerifySignedManifest(data []byte, trust *envelope.KeyRing) (*VerifiedManifest, error) {
+	doc, err := ParseSigned(data, envelope.MemberManifest)
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +349,9 @@ func VerifySignedManifest(data []byte, trust *KeyRing) (*VerifiedManifest, error
 }
 
 // VerifySignedManifestFile is VerifySignedManifest on the file at path;
-// refusals carry path as their Source, and a missing file is refused (2).
-func VerifySignedManifestFile(path string, trust *KeyRing) (*VerifiedManifest, error) {
-	doc, err := ReadSigned(path, SignedMemberManifest)
+// refusals carry path as their Source, and a missing file is refused.
+func VerifySignedManifestFile(path string, trust *envelope.KeyRing) (*VerifiedManifest, error) {
+	doc, err := ReadSigned(path, envelope.MemberManifest)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +367,7 @@ func VerifySignedManifestFile(path string, trust *KeyRing) (*VerifiedManifest, e
 	return vm, nil
 }
 
-func verifyManifestDoc(doc *SignedDocument, trust *KeyRing) (*VerifiedManifest, error) {
+func verifyManifestDoc(doc *envelope.Document, trust *envelope.KeyRing) (*VerifiedManifest, error) {
 	ids, err := doc.VerifiedBy(trust)
 	if err != nil {
 		return nil, err

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // parseCoreText decodes text strictly and runs ParseCore on the root.
 func parseCoreText(t *testing.T, text string) (Core, error) {
 	t.Helper()
-	n, rs := Decode([]byte(text), false)
+	n, rs := decode([]byte(text), false)
 	if len(rs) > 0 {
 		t.Fatalf("test input does not decode: %v", rs)
 	}
@@ -105,7 +107,7 @@ func TestParseCoreRefuses(t *testing.T) {
 		})
 	}
 	// Pointers are those of the file: under a signed wrapper they start at /manifest.
-	n, _ := Decode([]byte(`{"manifest":{"extra":1,`+img+`,`+sch+`}}`), false)
+	n, _ := decode([]byte(`{"manifest":{"extra":1,`+img+`,`+sch+`}}`), false)
 	_, err := ParseCore(n.Get("manifest"))
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Refusals[0].Pointer != "/manifest/extra" {
@@ -118,10 +120,10 @@ func TestParseCoreRefuses(t *testing.T) {
 // accept whatever ingestion writes, with the same address.
 func TestSignVerifyIngested(t *testing.T) {
 	k := signTestKey(t)
-	ring := NewKeyRing(signTestPub(k))
+	ring := envelope.NewKeyRing(signTestPub(k))
 	check := func(t *testing.T, name string, canonical []byte, address string) {
 		t.Helper()
-		file, err := Sign(SignedMemberManifest, canonical, k)
+		file, err := envelope.Sign(envelope.MemberManifest, canonical, k)
 		if err != nil {
 			t.Fatalf("%s: sign: %v", name, err)
 		}

@@ -1,9 +1,10 @@
 package envmanifest
 
 import (
-	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // pc is an expected refusal: pointer and class (messages are free text).
@@ -33,180 +34,35 @@ func samePCs(got []Refusal, want []pc) bool {
 	return true
 }
 
-func nest(depth int) string {
-	// depth levels of objects, the top level being depth 1
-	return strings.Repeat(`{"a":`, depth-1) + "{}" + strings.Repeat("}", depth-1)
-}
-
-// TestDecodeRules covers DESIGN "Precise rules" rows handled by the
-// decoder; expectations are written from the table, not from the code.
-func TestDecodeRules(t *testing.T) {
-	bom := "\ufeff"
+// TestDecodeRefusals checks the mapping of the strict decoder's problems to
+// refusals (docs/design.md "Ingestion"): every kind is the class of the
+// same name, at the problem's pointer, with line:column leading the
+// message of a placed problem. The decoder's own rules are tested in
+// internal/strictjson.
+func TestDecodeRefusals(t *testing.T) {
 	tests := []struct {
-		name  string
-		in    string
-		jsonc bool
-		fatal bool // nil root, one refusal at ""
-		want  []pc // refusals in document order
+		in     string
+		jsonc  bool
+		want   []pc
+		prefix string // of the first message
 	}{
-		{"plain object", `{"a":1}`, true, false, nil},
-		{"one BOM stripped", bom + `{"a":1}`, true, false, nil},
-		{"second BOM is syntax", bom + bom + `{"a":1}`, true, true, []pc{{"", ClassSyntax}}},
-		{"BOM in strict JSON is syntax", bom + `{}`, false, true, []pc{{"", ClassSyntax}}},
-		{"empty input", ``, true, true, []pc{{"", ClassSyntax}}},
-		{"whitespace only", " \n\t", true, true, []pc{{"", ClassSyntax}}},
-		{"comment only", "// nothing\n", true, true, []pc{{"", ClassSyntax}}},
-		{"array top level", `[1]`, true, true, []pc{{"", ClassSyntax}}},
-		{"string top level", `"x"`, true, true, []pc{{"", ClassSyntax}}},
-		{"number top level", `42`, false, true, []pc{{"", ClassSyntax}}},
-		{"syntax error", `{"a" 1}`, true, true, []pc{{"", ClassSyntax}}},
-		{"unclosed", `{"a":1`, true, true, []pc{{"", ClassSyntax}}},
-		{"trailing data", `{"a":1} x`, true, true, []pc{{"", ClassSyntax}}},
-		{"line comment", "{\"a\":1 // c\n}", true, false, nil},
-		{"block comment", `{/* c */"a":1}`, true, false, nil},
-		{"line comment at EOF without newline", `{"a":1} // c`, true, false, nil},
-		{"comment in strict JSON", `{/* c */"a":1}`, false, true, []pc{{"", ClassSyntax}}},
-		{"trailing comma object", `{"a":1,}`, true, false, nil},
-		{"trailing comma array", `{"a":[1,2,]}`, true, false, nil},
-		{"trailing comma strict", `{"a":1,}`, false, true, []pc{{"", ClassSyntax}}},
-		{"leading comma", `{,"a":1}`, true, true, []pc{{"", ClassSyntax}}},
-		{"doubled comma", `{"a":1,,}`, true, true, []pc{{"", ClassSyntax}}},
-		{"lone comma object", `{,}`, true, true, []pc{{"", ClassSyntax}}},
-		{"lone comma array", `{"a":[,]}`, true, true, []pc{{"", ClassSyntax}}},
-		{"invalid raw UTF-8", "{\"a\":\"\xff\"}", true, true, []pc{{"", ClassEncoding}}},
-		{"invalid raw UTF-8 in a comment", "{\"a\":1} // \xc3\n", true, true, []pc{{"", ClassEncoding}}},
-		{"depth 64 allowed", nest(64), true, false, nil},
-		{"depth 65 refused", nest(65), true, true, []pc{{"", ClassLimit}}},
-		{"depth 65 with a comment", "//\n" + nest(65), true, true, []pc{{"", ClassLimit}}},
-		{"depth 65 in arrays", `{"a":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, false, true, []pc{{"", ClassLimit}}},
-		{"brackets inside strings do not count", "//\n{\"a\":\"" + strings.Repeat("[", 100) + "\"}", true, false, nil},
-		{"size limit exceeded", `{"a":"` + strings.Repeat("x", MaxInputBytes) + `"}`, true, true, []pc{{"", ClassLimit}}},
-		{"size limit exact", `{"a":"` + strings.Repeat("x", MaxInputBytes-8) + `"}`, true, false, nil},
-		{"duplicate key", `{"a":1,"b":2,"a":3}`, true, false, []pc{{"/a", ClassDuplicateKey}}},
-		{"duplicate key three times, one refusal", `{"a":1,"a":2,"a":3}`, true, false, []pc{{"/a", ClassDuplicateKey}}},
-		{"duplicate after unescaping", `{"a":1,"\u0061":2}`, true, false, []pc{{"/a", ClassDuplicateKey}}},
-		{"duplicate nested", `{"x":{"y":[{"k":1,"k":2}]}}`, true, false, []pc{{"/x/y/0/k", ClassDuplicateKey}}},
-		{"duplicate key with slash", `{"a/b":1,"a/b":2}`, true, false, []pc{{"/a~1b", ClassDuplicateKey}}},
-		{"noncharacter escape in value", `{"a":"\uffff"}`, true, false, []pc{{"/a", ClassEncoding}}},
-		{"noncharacter raw in value", "{\"a\":\"\ufdd0\"}", true, false, []pc{{"/a", ClassEncoding}}},
-		{"noncharacter U+10FFFF pair", `{"a":["\udbff\udfff"]}`, true, false, []pc{{"/a/0", ClassEncoding}}},
-		{"noncharacter in key", `{"o":{"\ufffe":1}}`, true, false, []pc{{"/o", ClassEncoding}}},
-		{"noncharacter in comment is fine", "{\"a\":1} // \uffff\n", true, false, nil},
-		{"lone high surrogate", `{"a":"\ud800"}`, true, false, []pc{{"/a", ClassEncoding}}},
-		{"lone low surrogate", `{"a":"x\udc00y"}`, true, false, []pc{{"/a", ClassEncoding}}},
-		{"reversed surrogates", `{"a":"\udc00\ud800"}`, true, false, []pc{{"/a", ClassEncoding}}},
-		{"lone surrogate in key", `{"\ud800":1}`, true, false, []pc{{"", ClassEncoding}}},
-		{"valid surrogate pair", `{"a":"\ud83d\ude00"}`, true, false, nil},
-		{"U+FFFD is fine", `{"a":"\ufffd"}`, true, false, nil},
-		{"2^53-1", `{"n":9007199254740991}`, true, false, nil},
-		{"-(2^53-1)", `{"n":-9007199254740991}`, true, false, nil},
-		{"2^53", `{"n":9007199254740992}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"2^53+1", `{"n":9007199254740993}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"-2^53-1", `{"n":-9007199254740993}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"1e20 is whole", `{"n":1e20}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"1e15 is fine", `{"n":1e15}`, true, false, nil},
-		{"excess digits", `{"n":333333333.33333329}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"long fraction", `{"n":0.1` + strings.Repeat("0", 40) + `1}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"trailing zeros name the same decimal", `{"n":1.50000}`, true, false, nil},
-		{"exponent forms", `{"n":[1E+2,100e-2,0.0e10,1e-7,0.30000000000000004]}`, true, false, nil},
-		{"underflow", `{"n":1e-400}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"underflow to subnormal rounding", `{"n":2e-324}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"overflow", `{"n":[1,1e400]}`, true, false, []pc{{"/n/1", ClassNumber}}},
-		{"huge exponent overflow", `{"n":1e99999999999999999999}`, true, false, []pc{{"/n", ClassNumber}}},
-		{"zero with huge exponent", `{"n":0e99999999999999999999}`, true, false, nil},
-		{"-0 accepted", `{"n":-0,"m":-0.0}`, true, false, nil},
-		{"min subnormal", `{"n":5e-324}`, true, false, nil},
-		{"several refusals in order", `{"b":"\uffff","a":1e400,"b":1}`, true, false, []pc{{"/b", ClassEncoding}, {"/a", ClassNumber}, {"/b", ClassDuplicateKey}}},
+		{`{"a" 1}`, true, []pc{{"", ClassSyntax}}, "1:6: "},
+		{"{\"a\":\"\xff\"}", true, []pc{{"", ClassEncoding}}, "1:7: invalid UTF-8"},
+		{`{"a":"` + strings.Repeat("x", strictjson.MaxInputBytes) + `"}`, true, []pc{{"", ClassLimit}}, "input is "},
+		{strings.Repeat("[", 70), true, []pc{{"", ClassLimit}}, "1:65: nesting deeper"},
+		{`{"n":1e400,"a":1,"a":2,"s":"\ud800"}`, false, []pc{{"/n", ClassNumber}, {"/s", ClassEncoding}, {"/a", ClassDuplicateKey}}, "1e400 overflows"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			root, rs := Decode([]byte(tt.in), tt.jsonc)
-			if tt.fatal {
-				if root != nil {
-					t.Fatalf("root = %v, want nil (fatal)", root)
-				}
-			} else if root == nil || root.Kind != KindObject {
-				t.Fatalf("root = %v, want an object; refusals %v", root, rs)
-			}
-			if !samePCs(rs, tt.want) {
-				t.Errorf("refusals = %v, want %v", rs, tt.want)
-			}
-			for _, r := range rs {
-				if r.Message == "" {
-					t.Errorf("refusal %v has no message", r)
-				}
-			}
-		})
-	}
-}
-
-// TestDecodeFatalLineColumn checks that fatal messages carry line:column.
-func TestDecodeFatalLineColumn(t *testing.T) {
-	tests := []struct{ in, prefix string }{
-		{"{\n  \"a\": tru\n}", "2:"},
-		{"{\n\"a\":\"\xff\"}", "2:6:"},
-		{"\ufeff{\"a\" 1}", "1:9:"}, // the BOM counts as 3 bytes of column
-		{"", "1:1:"},
-	}
-	for _, tt := range tests {
-		_, rs := Decode([]byte(tt.in), true)
-		if len(rs) != 1 || !strings.HasPrefix(rs[0].Message, tt.prefix) {
-			t.Errorf("Decode(%q) = %v, want one refusal whose message starts %q", tt.in, rs, tt.prefix)
+		_, rs := decode([]byte(tt.in), tt.jsonc)
+		if !samePCs(rs, tt.want) {
+			t.Errorf("decode(%.40q) = %v, want %v", tt.in, rs, tt.want)
+			continue
+		}
+		if !strings.HasPrefix(rs[0].Message, tt.prefix) {
+			t.Errorf("decode(%.40q): message %q, want it to start %q", tt.in, rs[0].Message, tt.prefix)
 		}
 	}
-}
-
-// TestDecodeTree checks the Node shape: pointers, Raw text after
-// stripping, source order, duplicates flagged, unescaped strings.
-func TestDecodeTree(t *testing.T) {
-	in := "{\n // c\n \"b\": [1, {\"x~y\": \"\\u00e9\"},], \"a\": true, \"a\": null, \"n\": 1.50,\n}"
-	root, rs := Decode([]byte(in), true)
-	if root == nil {
-		t.Fatalf("refused: %v", rs)
-	}
-	if want := []pc{{"/a", ClassDuplicateKey}}; !samePCs(rs, want) {
-		t.Fatalf("refusals = %v, want %v", rs, want)
-	}
-	var names []string
-	for _, m := range root.Members {
-		names = append(names, fmt.Sprintf("%s:%v", m.Name, m.Duplicate))
-	}
-	if got, want := strings.Join(names, ","), "b:false,a:true,a:true,n:false"; got != want {
-		t.Errorf("members = %s, want %s", got, want)
-	}
-	b := root.Get("b")
-	if b.Kind != KindArray || len(b.Elems) != 2 || b.Pointer != "/b" {
-		t.Fatalf("b = %+v", b)
-	}
-	if got := string(b.Raw); got != `[1, {"x~y": "\u00e9"} ]` {
-		t.Errorf("b.Raw = %q", got)
-	}
-	s := b.Elems[1].Get("x~y")
-	if s.Pointer != "/b/1/x~0y" || s.Str != "é" || string(s.Raw) != `"\u00e9"` {
-		t.Errorf("string node = %+v", s)
-	}
-	if a := root.Get("a"); a.Kind != KindBool || !a.Bool {
-		t.Errorf("Get returns the first member: %+v", a)
-	}
-	if n := root.Get("n"); n.Kind != KindNumber || string(n.Raw) != "1.50" {
-		t.Errorf("n = %+v", n)
-	}
-	if root.Get("missing") != nil || (*Node)(nil).Get("a") != nil {
-		t.Error("Get of a missing member is not nil")
-	}
-	if string(root.Raw[0]) != "{" || root.Raw[len(root.Raw)-1] != '}' {
-		t.Errorf("root.Raw = %q", root.Raw)
-	}
-}
-
-// TestDecodeDoesNotModifyInput guards against hujson's in-place Standardize.
-func TestDecodeDoesNotModifyInput(t *testing.T) {
-	in := []byte("{\"a\":1, // c\n}")
-	orig := string(in)
-	if root, rs := Decode(in, true); root == nil {
-		t.Fatal(rs)
-	}
-	if string(in) != orig {
-		t.Errorf("input modified: %q", in)
+	if rs := Refusals(nil); rs != nil {
+		t.Errorf("Refusals(nil) = %v, want nil", rs)
 	}
 }

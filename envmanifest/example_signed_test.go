@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -14,7 +15,7 @@ import (
 // sig below were reproduced outside Go: `openssl pkey -pubout -outform DER |
 // sha256sum` and `openssl pkeyutl -sign -rawin` over the canonical bytes
 // with the same all-zero seed.
-func ExampleSign() {
+func ExampleVerifySignedManifest() {
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	core := envmanifest.Core{Schema: envmanifest.CoreSchema, Image: "docker.io/library/alpine:3"}
 	canonical, err := core.Canonical()
@@ -22,14 +23,14 @@ func ExampleSign() {
 		fmt.Println(err)
 		return
 	}
-	file, err := envmanifest.Sign(envmanifest.SignedMemberManifest, canonical, key)
+	file, err := envelope.Sign(envelope.MemberManifest, canonical, key)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	os.Stdout.Write(file)
 
-	trust := envmanifest.NewKeyRing(key.Public().(ed25519.PublicKey))
+	trust := envelope.NewKeyRing(key.Public().(ed25519.PublicKey))
 	vm, err := envmanifest.VerifySignedManifest(file, trust)
 	if err != nil {
 		fmt.Println(err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // legacyFeaturePrefix is where the reference CLI's short ids point.
@@ -73,8 +75,8 @@ type featureEntry struct {
 // features normalizes the features object (DESIGN "Normalization":
 // features; "Precise rules": feature ids, shorthand, legacy ids, tarball
 // and local ids, lockfile, two keys one id).
-func (in *ingester) features(v *Node, lock *lockfile) {
-	if v.Kind != KindObject {
+func (in *ingester) features(v *strictjson.Node, lock *lockfile) {
+	if v.Kind != strictjson.KindObject {
 		in.refuse(v.Pointer, ClassInvalidValue, "features must be an object, not %s", v.Kind)
 		return
 	}
@@ -228,9 +230,9 @@ func (in *ingester) localID(ptr, key string) (string, featureKind, bool) {
 // returned is the value's JSON text, not yet canonical: Ingest
 // canonicalizes it once, with the whole core (canonicalize), so it is not
 // canonicalized twice.
-func (in *ingester) featureOptions(v *Node) (json.RawMessage, bool) {
+func (in *ingester) featureOptions(v *strictjson.Node) (json.RawMessage, bool) {
 	switch {
-	case v.Kind == KindObject:
+	case v.Kind == strictjson.KindObject:
 		if len(v.Members) == 0 {
 			return json.RawMessage("{}"), true
 		}
@@ -238,11 +240,11 @@ func (in *ingester) featureOptions(v *Node) (json.RawMessage, bool) {
 			return nil, false // a duplicate, number or encoding refusal inside
 		}
 		return json.RawMessage(v.Raw), true
-	case v.Kind == KindString && v.Str != "", v.Kind == KindBool && v.Bool:
+	case v.Kind == strictjson.KindString && v.Str != "", v.Kind == strictjson.KindBool && v.Bool:
 		opts := make([]byte, 0, len(`{"version":}`)+len(v.Raw))
 		opts = append(append(append(opts, `{"version":`...), v.Raw...), '}')
 		return json.RawMessage(opts), true
-	case v.Kind == KindString, v.Kind == KindBool:
+	case v.Kind == strictjson.KindString, v.Kind == strictjson.KindBool:
 		in.refuse(v.Pointer, ClassInvalidValue, "feature value %s is refused: the reference CLI drops a feature whose value is falsy; remove the feature instead", v.Raw)
 	default:
 		in.refuse(v.Pointer, ClassInvalidValue, "feature value must be an options object, a non-empty string or true, not %s", v.Kind)
@@ -254,8 +256,8 @@ func (in *ingester) featureOptions(v *Node) (json.RawMessage, bool) {
 // own and refuses, at the value's pointer, those JCS cannot serialize (the
 // messages featureOptions gave when it canonicalized each one). Ingest
 // calls it only when the JCS of the whole core failed, to name the place.
-func (in *ingester) checkFeatureOptions(v *Node) {
-	if v == nil || v.Kind != KindObject {
+func (in *ingester) checkFeatureOptions(v *strictjson.Node) {
+	if v == nil || v.Kind != strictjson.KindObject {
 		return
 	}
 	for _, mem := range v.Members {
@@ -264,7 +266,7 @@ func (in *ingester) checkFeatureOptions(v *Node) {
 			continue
 		}
 		if _, err := canonicalJSON(opts); err != nil {
-			if mem.Value.Kind == KindObject {
+			if mem.Value.Kind == strictjson.KindObject {
 				in.refuse(mem.Value.Pointer, ClassInvalidValue, "feature options do not canonicalize: %v", err)
 			} else {
 				in.refuse(mem.Value.Pointer, ClassInvalidValue, "feature value does not canonicalize: %v", err)
@@ -280,12 +282,12 @@ func (in *ingester) lockFeature(lock *lockfile, e featureEntry) (string, bool) {
 	if entry == nil {
 		return e.id, true
 	}
-	if entry.Kind != KindObject {
+	if entry.Kind != strictjson.KindObject {
 		in.refuse(e.ptr, ClassLockfile, "lockfile %s: entry %q must be an object, not %s", lock.path, e.key, entry.Kind)
 		return "", false
 	}
 	resolved, integrity := entry.Get("resolved"), entry.Get("integrity")
-	if resolved == nil || resolved.Kind != KindString {
+	if resolved == nil || resolved.Kind != strictjson.KindString {
 		in.refuse(e.ptr, ClassLockfile, "lockfile %s: entry %q has no string \"resolved\"", lock.path, e.key)
 		return "", false
 	}
@@ -296,7 +298,7 @@ func (in *ingester) lockFeature(lock *lockfile, e featureEntry) (string, bool) {
 		return "", false
 	}
 	dgst := canon.Digest()
-	if integrity == nil || integrity.Kind != KindString || integrity.Str != dgst.String() {
+	if integrity == nil || integrity.Kind != strictjson.KindString || integrity.Str != dgst.String() {
 		in.refuse(e.ptr, ClassLockfile, "lockfile %s: entry %q: integrity does not equal the resolved digest %s", lock.path, e.key, dgst)
 		return "", false
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // maxFuzzSeed is the largest C7 input used as a FuzzIngest seed.
@@ -80,17 +82,17 @@ func checkRefusals(t *testing.T, rs []Refusal) {
 // reemit writes the decoded tree n as JSON with every object's members in
 // reverse order, through a jsontext.Encoder with the given indentation
 // ("" for the compact form). Scalars are copied as their source text.
-func reemit(n *Node, indent string) ([]byte, error) {
+func reemit(n *strictjson.Node, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	opts := []jsontext.Options{jsontext.Multiline(indent != "")}
 	if indent != "" {
 		opts = append(opts, jsontext.WithIndent(indent))
 	}
 	enc := jsontext.NewEncoder(&buf, opts...)
-	var emit func(n *Node) error
-	emit = func(n *Node) error {
+	var emit func(n *strictjson.Node) error
+	emit = func(n *strictjson.Node) error {
 		switch n.Kind {
-		case KindObject:
+		case strictjson.KindObject:
 			if err := enc.WriteToken(jsontext.BeginObject); err != nil {
 				return err
 			}
@@ -103,7 +105,7 @@ func reemit(n *Node, indent string) ([]byte, error) {
 				}
 			}
 			return enc.WriteToken(jsontext.EndObject)
-		case KindArray:
+		case strictjson.KindArray:
 			if err := enc.WriteToken(jsontext.BeginArray); err != nil {
 				return err
 			}
@@ -148,7 +150,7 @@ func FuzzIngest(f *testing.F) {
 		if m.Address != Address(m.Canonical) {
 			t.Fatalf("address %s is not BLAKE3 of the canonical bytes", m.Address)
 		}
-		root, rs := Decode(data, true)
+		root, rs := decode(data, true)
 		if root == nil || len(rs) > 0 {
 			t.Fatalf("accepted document does not decode cleanly: %v", rs)
 		}
@@ -159,7 +161,7 @@ func FuzzIngest(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-emit: %v", err)
 			}
-			if len(again) > MaxInputBytes {
+			if len(again) > strictjson.MaxInputBytes {
 				continue // whitespace pushed it past the size limit: refused by design
 			}
 			m2, err := Ingest(again, Options{})
@@ -199,7 +201,7 @@ func formatMountString(m Mount) (string, error) {
 // parseMountString runs the ingester's docker --mount parser on s alone.
 func parseMountString(s string) (Mount, bool, []Refusal) {
 	in := &ingester{m: &Manifest{}}
-	m, ok := in.mountString(&Node{Kind: KindString, Pointer: "/mounts/0", Str: s})
+	m, ok := in.mountString(&strictjson.Node{Kind: strictjson.KindString, Pointer: "/mounts/0", Str: s})
 	return m, ok, in.refusals
 }
 
@@ -210,10 +212,10 @@ func parseMountString(s string) (Mount, bool, []Refusal) {
 // quoting) parses to the same Mount.
 func FuzzMountString(f *testing.F) {
 	for _, in := range c7Inputs(f) {
-		root, _ := Decode(in, true)
+		root, _ := decode(in, true)
 		if ms := root.Get("mounts"); ms != nil {
 			for _, e := range ms.Elems {
-				if e.Kind == KindString {
+				if e.Kind == strictjson.KindString {
 					f.Add(e.Str)
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // fuzzSignedKey is the fixed signing key of the FuzzParseSigned corpus
@@ -30,7 +32,7 @@ func fuzzSignedSeeds(t testing.TB) (seeds map[string][]byte, signed map[string]b
 	k := fuzzSignedKey()
 	seeds, signed = map[string][]byte{}, map[string]bool{}
 	add := func(name string, canonical []byte, member string) []byte {
-		f, err := Sign(member, canonical, k)
+		f, err := envelope.Sign(member, canonical, k)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -55,7 +57,7 @@ func fuzzSignedSeeds(t testing.TB) (seeds map[string][]byte, signed map[string]b
 			continue
 		}
 		if picked%10 == 0 { // every tenth accepted vector: a small, varied corpus
-			add("c7-"+strings.TrimSuffix(filepath.Base(p), ".json"), []byte(v.Expect.Canonical), SignedMemberManifest)
+			add("c7-"+strings.TrimSuffix(filepath.Base(p), ".json"), []byte(v.Expect.Canonical), envelope.MemberManifest)
 		}
 		picked++
 	}
@@ -64,14 +66,14 @@ func fuzzSignedSeeds(t testing.TB) (seeds map[string][]byte, signed map[string]b
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := add("core-all-members", canonical, SignedMemberManifest)
-	add("ref", []byte(`{"core":{"image":"docker.io/library/alpine:3","schema":"sandbox.env-manifest/1"},"schema":"sandbox.snapshot-ref/1"}`), SignedMemberRef)
+	full := add("core-all-members", canonical, envelope.MemberManifest)
+	add("ref", []byte(`{"core":{"image":"docker.io/library/alpine:3","schema":"sandbox.env-manifest/1"},"schema":"sandbox.snapshot-ref/1"}`), envelope.MemberRef)
 	seeds["empty-signatures"] = []byte(`{"manifest":` + string(canonical) + `,"signatures":[]}`)
 	seeds["missing-signatures"] = []byte(`{"manifest":` + string(canonical) + `}`)
 	seeds["unknown-wrapper-member"] = bytes.Replace(full, []byte(`"signatures"`), []byte(`"x": 1, "signatures"`), 1)
 	seeds["entry-extra-member"] = bytes.Replace(full, []byte(`"keyid"`), []byte(`"alg": "ed25519", "keyid"`), 1)
 	seeds["duplicate-member"] = bytes.Replace(full, []byte(`"signatures"`), []byte(`"manifest": {}, "signatures"`), 1)
-	seeds["unknown-core-member"] = add("x", []byte(`{"extra":true,"image":"docker.io/library/alpine:3","schema":"sandbox.env-manifest/1"}`), SignedMemberManifest)
+	seeds["unknown-core-member"] = add("x", []byte(`{"extra":true,"image":"docker.io/library/alpine:3","schema":"sandbox.env-manifest/1"}`), envelope.MemberManifest)
 	delete(seeds, "x")
 	return seeds, signed
 }
@@ -128,9 +130,9 @@ func FuzzParseSigned(f *testing.F) {
 	for _, n := range names {
 		f.Add(seeds[n])
 	}
-	ring := NewKeyRing(fuzzSignedKey().Public().(ed25519.PublicKey))
+	ring := envelope.NewKeyRing(fuzzSignedKey().Public().(ed25519.PublicKey))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, member := range []string{SignedMemberManifest, SignedMemberRef} {
+		for _, member := range []string{envelope.MemberManifest, envelope.MemberRef} {
 			doc, err := ParseSigned(data, member)
 			if err != nil {
 				var re *RefusedError
@@ -157,7 +159,7 @@ func FuzzParseSigned(f *testing.F) {
 				t.Fatalf("Encode is not a fixed point (%v)", err)
 			}
 			verr := doc.Verify(ring)
-			if verr != nil && !errors.Is(verr, ErrSignature) {
+			if verr != nil && !errors.Is(verr, envelope.ErrSignature) {
 				t.Fatalf("Verify error does not wrap ErrSignature: %v", verr)
 			}
 			if verr == nil && !signed[string(doc.Canonical)] {
@@ -166,7 +168,7 @@ func FuzzParseSigned(f *testing.F) {
 			if (doc2.Verify(ring) == nil) != (verr == nil) {
 				t.Fatal("Verify differs on the re-serialized document")
 			}
-			if member == SignedMemberManifest {
+			if member == envelope.MemberManifest {
 				if c, err := ParseCore(doc.Inner); err == nil {
 					if again, err := c.Canonical(); err != nil || !bytes.Equal(again, doc.Canonical) {
 						t.Fatalf("an accepted core does not serialize back to its canonical bytes (%v)", err)

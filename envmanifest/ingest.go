@@ -10,6 +10,8 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/gowebpki/jcs"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // Options control one ingestion (DESIGN "Ingestion", "CLI contract").
@@ -78,7 +80,7 @@ func Ingest(data []byte, opts Options) (*Manifest, error) {
 	if src == "" {
 		src = "-"
 	}
-	root, refusals := Decode(data, true)
+	root, refusals := decode(data, true)
 	if root == nil {
 		return nil, &RefusedError{Source: src, Refusals: refusals}
 	}
@@ -117,9 +119,9 @@ func (in *ingester) refuse(ptr string, class Class, format string, args ...any) 
 	in.refusals = append(in.refusals, Refusal{Pointer: ptr, Class: class, Message: fmt.Sprintf(format, args...)})
 }
 
-func (in *ingester) run(root *Node) error {
+func (in *ingester) run(root *strictjson.Node) error {
 	seen := make(map[string]bool, len(root.Members))
-	var features *Node
+	var features *strictjson.Node
 	imagePresent := false
 	for _, mem := range root.Members {
 		name, v := mem.Name, mem.Value
@@ -145,7 +147,7 @@ func (in *ingester) run(root *Node) error {
 			continue
 		case PropCosmetic, PropNetworking:
 			in.m.Excluded = append(in.m.Excluded, ptr)
-			if name == "hostRequirements" && v.Kind == KindObject {
+			if name == "hostRequirements" && v.Kind == strictjson.KindObject {
 				for _, hm := range v.Members {
 					if hm.Name == "gpu" {
 						in.refuse(hm.Value.Pointer, ClassExecutesOrWidens, "hostRequirements.gpu is refused whatever its value: it adds --gpus all")
@@ -158,7 +160,7 @@ func (in *ingester) run(root *Node) error {
 		if mem.Duplicate {
 			continue // not interpreted further
 		}
-		if v.Kind == KindNull {
+		if v.Kind == strictjson.KindNull {
 			in.refuse(ptr, ClassInvalidValue, "%s must not be null (omit it instead)", name)
 			continue
 		}
@@ -172,7 +174,7 @@ func (in *ingester) run(root *Node) error {
 		case "mounts":
 			in.mounts(v)
 		case "remoteUser":
-			if v.Kind != KindString {
+			if v.Kind != strictjson.KindString {
 				in.refuse(ptr, ClassInvalidValue, "remoteUser must be a string, not %s", v.Kind)
 			} else {
 				in.m.Core.RemoteUser = v.Str
@@ -197,8 +199,8 @@ func (in *ingester) run(root *Node) error {
 
 // image normalizes the image reference (DESIGN "Precise rules": image
 // normalization, digests).
-func (in *ingester) image(v *Node) {
-	if v.Kind != KindString {
+func (in *ingester) image(v *strictjson.Node) {
+	if v.Kind != strictjson.KindString {
 		in.refuse(v.Pointer, ClassInvalidValue, "image must be a string, not %s", v.Kind)
 		return
 	}
@@ -212,8 +214,8 @@ func (in *ingester) image(v *Node) {
 
 // containerEnv copies the string → string object (DESIGN "Precise rules":
 // containerEnv keys, reserved names).
-func (in *ingester) containerEnv(v *Node) {
-	if v.Kind != KindObject {
+func (in *ingester) containerEnv(v *strictjson.Node) {
+	if v.Kind != strictjson.KindObject {
 		in.refuse(v.Pointer, ClassInvalidValue, "containerEnv must be an object of strings, not %s", v.Kind)
 		return
 	}
@@ -235,7 +237,7 @@ func (in *ingester) containerEnv(v *Node) {
 			in.refuse(ptr, ClassReservedEnv, "%s is a reserved environment name (%s) and may not be set", mem.Name, r)
 			continue
 		}
-		if mem.Value.Kind != KindString {
+		if mem.Value.Kind != strictjson.KindString {
 			in.refuse(ptr, ClassInvalidValue, "containerEnv values must be strings, not %s", mem.Value.Kind)
 			continue
 		}

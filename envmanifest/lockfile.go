@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // Lockfile names (devcontainers/cli getLockfilePath): the dotted name sits
@@ -31,7 +33,7 @@ func LockfilePathFor(configPath string) string {
 // object (nil when the file is empty or has none).
 type lockfile struct {
 	path     string
-	features *Node
+	features *strictjson.Node
 }
 
 // lockfile finds, reads and parses the lockfile (DESIGN "Precise rules":
@@ -69,13 +71,13 @@ func (in *ingester) lockfile() (*lockfile, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return lock, nil // an empty lockfile has no entries
 	}
-	root, refusals := Decode(data, false)
+	root, refusals := decode(data, false)
 	if len(refusals) > 0 {
 		in.refuse("", ClassLockfile, "lockfile %s does not parse: %s", p, refusals[0])
 		return nil, nil
 	}
 	f := root.Get("features")
-	if f != nil && f.Kind != KindObject {
+	if f != nil && f.Kind != strictjson.KindObject {
 		in.refuse("", ClassLockfile, "lockfile %s: features must be an object, not %s", p, f.Kind)
 		return nil, nil
 	}

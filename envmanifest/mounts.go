@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // Mount kinds in the core.
@@ -29,8 +31,8 @@ var dockerMountOptions = map[string]bool{
 
 // mounts normalizes the mounts array (DESIGN "Precise rules": mount
 // strings, mount objects, mount targets).
-func (in *ingester) mounts(v *Node) {
-	if v.Kind != KindArray {
+func (in *ingester) mounts(v *strictjson.Node) {
+	if v.Kind != strictjson.KindArray {
 		in.refuse(v.Pointer, ClassInvalidValue, "mounts must be an array, not %s", v.Kind)
 		return
 	}
@@ -43,9 +45,9 @@ func (in *ingester) mounts(v *Node) {
 		var m Mount
 		var ok bool
 		switch e.Kind {
-		case KindString:
+		case strictjson.KindString:
 			m, ok = in.mountString(e)
-		case KindObject:
+		case strictjson.KindObject:
 			m, ok = in.mountObject(e)
 		default:
 			in.refuse(e.Pointer, ClassInvalidValue, "a mount must be a docker --mount string or an object, not %s", e.Kind)
@@ -93,7 +95,7 @@ func csvFields(s string) ([]string, error) {
 // fields with encoding/csv quoting, keys and the type value
 // case-insensitive, a repeated key's last value winning, type defaulting
 // to volume. consistency is dropped.
-func (in *ingester) mountString(e *Node) (Mount, bool) {
+func (in *ingester) mountString(e *strictjson.Node) (Mount, bool) {
 	s := e.Str
 	if strings.ContainsAny(s, "\r\n") {
 		in.refuse(e.Pointer, ClassInvalidValue, "a mount string must not contain CR or LF")
@@ -149,7 +151,7 @@ func (in *ingester) mountString(e *Node) (Mount, bool) {
 // mountObject reads the object form {type, source?, target}; type is bind
 // or volume; consistency is dropped; any other key is refused at its
 // pointer.
-func (in *ingester) mountObject(e *Node) (Mount, bool) {
+func (in *ingester) mountObject(e *strictjson.Node) (Mount, bool) {
 	var m Mount
 	ok := true
 	hasType, hasTarget := false, false
@@ -164,7 +166,7 @@ func (in *ingester) mountObject(e *Node) (Mount, bool) {
 		switch mem.Name {
 		case "type":
 			hasType = true
-			if v.Kind != KindString || (v.Str != MountBind && v.Str != MountVolume) {
+			if v.Kind != strictjson.KindString || (v.Str != MountBind && v.Str != MountVolume) {
 				in.refuse(v.Pointer, ClassInvalidValue, "mount type must be \"bind\" or \"volume\", not %s", v.Raw)
 				ok = false
 				continue
@@ -174,7 +176,7 @@ func (in *ingester) mountObject(e *Node) (Mount, bool) {
 			if mem.Name == "target" {
 				hasTarget = true
 			}
-			if v.Kind != KindString {
+			if v.Kind != strictjson.KindString {
 				in.refuse(v.Pointer, ClassInvalidValue, "mount %s must be a string, not %s", mem.Name, v.Kind)
 				ok = false
 				continue
@@ -204,11 +206,11 @@ func (in *ingester) mountObject(e *Node) (Mount, bool) {
 		}
 	}
 	if !hasType {
-		in.refuse(Pointer(e.Pointer, "type"), ClassMissing, "a mount object needs a type (bind or volume)")
+		in.refuse(strictjson.Pointer(e.Pointer, "type"), ClassMissing, "a mount object needs a type (bind or volume)")
 		ok = false
 	}
 	if !hasTarget {
-		in.refuse(Pointer(e.Pointer, "target"), ClassMissing, "a mount object needs a target")
+		in.refuse(strictjson.Pointer(e.Pointer, "target"), ClassMissing, "a mount object needs a target")
 		ok = false
 	}
 	return m, ok

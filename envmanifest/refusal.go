@@ -74,16 +74,3 @@ func (e *RefusedError) Error() string {
 func SortRefusals(rs []Refusal) {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Pointer < rs[j].Pointer })
 }
-
-// Pointer appends one reference token to a JSON Pointer, escaping `~` and `/`
-// as RFC 6901 §3 requires.
-func Pointer(parent, token string) string {
-	if strings.ContainsAny(token, "~/") {
-		token = pointerEscaper.Replace(token)
-	}
-	return parent + "/" + token
-}
-
-// pointerEscaper escapes one RFC 6901 reference token (§3: "~" → "~0",
-// "/" → "~1"); built once, not per call (it was 12% of decoding).
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

@@ -3,6 +3,8 @@ package envmanifest
 import (
 	"crypto/ed25519"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // BenchmarkSign measures Sign of signTestCore's canonical bytes (≈ 0.5 KB)
@@ -17,7 +19,7 @@ func BenchmarkSign(b *testing.B) {
 	b.SetBytes(int64(len(canonical)))
 	b.ReportAllocs()
 	cpuLoop(b, func() {
-		if _, err := Sign(SignedMemberManifest, canonical, k); err != nil {
+		if _, err := envelope.Sign(envelope.MemberManifest, canonical, k); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -30,7 +32,7 @@ func BenchmarkSign(b *testing.B) {
 func BenchmarkVerify(b *testing.B) {
 	k := fuzzSignedKey()
 	_, file := signTestFile(b, k)
-	ring := NewKeyRing(k.Public().(ed25519.PublicKey))
+	ring := envelope.NewKeyRing(k.Public().(ed25519.PublicKey))
 	b.Run("end-to-end", func(b *testing.B) {
 		b.SetBytes(int64(len(file)))
 		b.ReportAllocs()
@@ -40,7 +42,7 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		})
 	})
-	doc, err := ParseSigned(file, SignedMemberManifest)
+	doc, err := ParseSigned(file, envelope.MemberManifest)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.SetBytes(int64(len(file)))
 		b.ReportAllocs()
 		cpuLoop(b, func() {
-			if _, err := ParseSigned(file, SignedMemberManifest); err != nil {
+			if _, err := ParseSigned(file, envelope.MemberManifest); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -2,6 +2,7 @@ package envmanifest
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -10,8 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // signTestCore is a pinned-image core with every member, including a
@@ -44,18 +48,72 @@ func signTestKey(t testing.TB) ed25519.PrivateKey {
 	return priv
 }
 
+// encodeSigned writes a signed manifest file with the given entries, as
+// envelope.Sign would lay it out.
+func encodeSigned(member string, canonical []byte, sigs []envelope.Signature) ([]byte, error) {
+	return (&envelope.Document{Member: member, Canonical: canonical, Signatures: sigs}).Encode()
+}
+
+// signTestShared returns the shared/ folder beside the module root (or
+// $SANDBOX_RESUME_SHARED); it skips when missing, and fails under CI=true.
+func signTestShared(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("SANDBOX_RESUME_SHARED"); d != "" {
+		return d
+	}
+	_, file, _, _ := runtime.Caller(0)
+	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
+	if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+		return d
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("shared/ not found at %s and $SANDBOX_RESUME_SHARED unset", d)
+	}
+	t.Skipf("shared/ not found at %s; set $SANDBOX_RESUME_SHARED", d)
+	return ""
+}
+
+// signTestOpenSSL returns the openssl binary; skips when missing unless CI=true.
+func signTestOpenSSL(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("openssl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("openssl not on PATH (make deps installs it)")
+		}
+		t.Skip("openssl not on PATH")
+	}
+	return p
+}
+
+func signTestRun(t testing.TB, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
 func signTestPub(k ed25519.PrivateKey) ed25519.PublicKey { return k.Public().(ed25519.PublicKey) }
 
 // signTestFile returns the canonical bytes of signTestCore and its signed
 // manifest file by keys.
 func signTestFile(t testing.TB, keys ...ed25519.PrivateKey) (canonical, file []byte) {
 	t.Helper()
+	signers := make([]crypto.Signer, len(keys))
+	for i, k := range keys {
+		signers[i] = k
+	}
 	c := signTestCore()
 	canonical, err := c.Canonical()
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err = Sign(SignedMemberManifest, canonical, keys...)
+	file, err = envelope.Sign(envelope.MemberManifest, canonical, signers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +128,7 @@ func signTestExit(t testing.TB, err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, ErrSignature):
+	case errors.Is(err, envelope.ErrSignature):
 		return 6
 	case errors.As(err, &re):
 		if len(re.Refusals) == 0 {
@@ -91,17 +149,17 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	if bytes.Index(file, []byte(`"manifest"`)) > bytes.Index(file, []byte(`"signatures"`)) {
 		t.Fatal("wrapper keys not sorted")
 	}
-	doc, err := ParseSigned(file, SignedMemberManifest)
+	doc, err := ParseSigned(file, envelope.MemberManifest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(doc.Canonical, canonical) {
 		t.Fatalf("parsed canonical\n%s\nwant\n%s", doc.Canonical, canonical)
 	}
-	if len(doc.Signatures) != 1 || doc.Signatures[0].KeyID != KeyID(signTestPub(k)) {
+	if len(doc.Signatures) != 1 || doc.Signatures[0].KeyID != envelope.KeyID(signTestPub(k)) {
 		t.Fatalf("signatures %+v", doc.Signatures)
 	}
-	if err := doc.Verify(NewKeyRing(signTestPub(k))); err != nil {
+	if err := doc.Verify(envelope.NewKeyRing(signTestPub(k))); err != nil {
 		t.Fatal(err)
 	}
 	again, err := doc.Encode()
@@ -111,7 +169,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	if !bytes.Equal(again, file) {
 		t.Fatalf("Encode is not the identity on a signed file:\n%s\nvs\n%s", again, file)
 	}
-	vm, err := VerifySignedManifest(file, NewKeyRing(signTestPub(k)))
+	vm, err := VerifySignedManifest(file, envelope.NewKeyRing(signTestPub(k)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +177,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	if vm.Address != Address(canonical) || vm.Pinned || !vm.ImagePinned {
 		t.Fatalf("verified %+v", vm)
 	}
-	if len(vm.KeyIDs) != 1 || vm.KeyIDs[0] != KeyID(signTestPub(k)) {
+	if len(vm.KeyIDs) != 1 || vm.KeyIDs[0] != envelope.KeyID(signTestPub(k)) {
 		t.Fatalf("keyids %v", vm.KeyIDs)
 	}
 	c := signTestCore()
@@ -137,7 +195,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 func TestSignedBitFlips(t *testing.T) {
 	k := signTestKey(t)
 	canonical, file := signTestFile(t, k)
-	ring := NewKeyRing(signTestPub(k))
+	ring := envelope.NewKeyRing(signTestPub(k))
 	counts := map[int]int{}
 	sigStart := bytes.Index(file, []byte(`"sig": "`)) + len(`"sig": "`)
 	sigEnd := sigStart + bytes.IndexByte(file[sigStart:], '"')
@@ -172,39 +230,39 @@ func TestVerifyTrustRules(t *testing.T) {
 	canonical, _ := signTestFile(t, a)
 	otherCanonical := []byte(`{"image":"docker.io/library/alpine:3","schema":"sandbox.env-manifest/1"}`)
 
-	withSigs := func(sigs ...Signature) []byte {
-		f, err := encodeSigned(SignedMemberManifest, canonical, sigs)
+	withSigs := func(sigs ...envelope.Signature) []byte {
+		f, err := encodeSigned(envelope.MemberManifest, canonical, sigs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return f
 	}
-	entry := func(k ed25519.PrivateKey, msg []byte) Signature {
-		return Signature{KeyID: KeyID(signTestPub(k)), Sig: base64.StdEncoding.EncodeToString(ed25519.Sign(k, msg))}
+	entry := func(k ed25519.PrivateKey, msg []byte) envelope.Signature {
+		return envelope.Signature{KeyID: envelope.KeyID(signTestPub(k)), Sig: base64.StdEncoding.EncodeToString(ed25519.Sign(k, msg))}
 	}
-	good := func(k ed25519.PrivateKey) Signature { return entry(k, canonical) }
-	bad := func(k ed25519.PrivateKey) Signature { return entry(k, otherCanonical) }
+	good := func(k ed25519.PrivateKey) envelope.Signature { return entry(k, canonical) }
+	bad := func(k ed25519.PrivateKey) envelope.Signature { return entry(k, otherCanonical) }
 
 	cases := []struct {
 		name  string
 		file  []byte
-		trust *KeyRing
+		trust *envelope.KeyRing
 		want  int
 	}{
-		{"trusted", withSigs(good(a)), NewKeyRing(signTestPub(a)), 0},
-		{"untrusted key", withSigs(good(a)), NewKeyRing(signTestPub(b)), 6},
-		{"empty ring", withSigs(good(a)), NewKeyRing(), 6},
-		{"empty signatures", withSigs(), NewKeyRing(signTestPub(a)), 6},
-		{"missing signatures", []byte(`{"manifest":` + string(canonical) + `}`), NewKeyRing(signTestPub(a)), 6},
-		{"two trusted, one fails", withSigs(good(a), bad(b)), NewKeyRing(signTestPub(a), signTestPub(b)), 6},
-		{"two trusted, first fails", withSigs(bad(a), good(b)), NewKeyRing(signTestPub(a), signTestPub(b)), 6},
-		{"two trusted, both verify", withSigs(good(a), good(b)), NewKeyRing(signTestPub(a), signTestPub(b)), 0},
-		{"unknown failing entry ignored", withSigs(bad(c), good(a)), NewKeyRing(signTestPub(a)), 0},
-		{"only unknown entries", withSigs(good(c)), NewKeyRing(signTestPub(a)), 6},
-		{"signature of another document", withSigs(bad(a)), NewKeyRing(signTestPub(a)), 6},
-		{"keyid names a trusted key, sig by another", withSigs(Signature{KeyID: KeyID(signTestPub(a)), Sig: good(b).Sig}), NewKeyRing(signTestPub(a)), 6},
-		{"short sig", withSigs(Signature{KeyID: KeyID(signTestPub(a)), Sig: base64.StdEncoding.EncodeToString(ed25519.Sign(a, canonical)[:63])}), NewKeyRing(signTestPub(a)), 6},
-		{"empty sig", withSigs(Signature{KeyID: KeyID(signTestPub(a))}), NewKeyRing(signTestPub(a)), 6},
+		{"trusted", withSigs(good(a)), envelope.NewKeyRing(signTestPub(a)), 0},
+		{"untrusted key", withSigs(good(a)), envelope.NewKeyRing(signTestPub(b)), 6},
+		{"empty ring", withSigs(good(a)), envelope.NewKeyRing(), 6},
+		{"empty signatures", withSigs(), envelope.NewKeyRing(signTestPub(a)), 6},
+		{"missing signatures", []byte(`{"manifest":` + string(canonical) + `}`), envelope.NewKeyRing(signTestPub(a)), 6},
+		{"two trusted, one fails", withSigs(good(a), bad(b)), envelope.NewKeyRing(signTestPub(a), signTestPub(b)), 6},
+		{"two trusted, first fails", withSigs(bad(a), good(b)), envelope.NewKeyRing(signTestPub(a), signTestPub(b)), 6},
+		{"two trusted, both verify", withSigs(good(a), good(b)), envelope.NewKeyRing(signTestPub(a), signTestPub(b)), 0},
+		{"unknown failing entry ignored", withSigs(bad(c), good(a)), envelope.NewKeyRing(signTestPub(a)), 0},
+		{"only unknown entries", withSigs(good(c)), envelope.NewKeyRing(signTestPub(a)), 6},
+		{"signature of another document", withSigs(bad(a)), envelope.NewKeyRing(signTestPub(a)), 6},
+		{"keyid names a trusted key, sig by another", withSigs(envelope.Signature{KeyID: envelope.KeyID(signTestPub(a)), Sig: good(b).Sig}), envelope.NewKeyRing(signTestPub(a)), 6},
+		{"short sig", withSigs(envelope.Signature{KeyID: envelope.KeyID(signTestPub(a)), Sig: base64.StdEncoding.EncodeToString(ed25519.Sign(a, canonical)[:63])}), envelope.NewKeyRing(signTestPub(a)), 6},
+		{"empty sig", withSigs(envelope.Signature{KeyID: envelope.KeyID(signTestPub(a))}), envelope.NewKeyRing(signTestPub(a)), 6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,7 +292,7 @@ func TestStrictBase64(t *testing.T) {
 	if lenient, err := base64.StdEncoding.DecodeString(trailing); err != nil || !bytes.Equal(lenient, sig) {
 		t.Fatalf("lenient decode of %q: %x, %v", trailing, lenient, err)
 	}
-	ring := NewKeyRing(signTestPub(k))
+	ring := envelope.NewKeyRing(signTestPub(k))
 	for name, s := range map[string]string{
 		"trailing bits": trailing,
 		"no padding":    strings.TrimRight(enc, "="),
@@ -247,13 +305,13 @@ func TestStrictBase64(t *testing.T) {
 			continue // the URL alphabet can coincide
 		}
 		t.Run(name, func(t *testing.T) {
-			f, err := encodeSigned(SignedMemberManifest, canonical, []Signature{{KeyID: KeyID(signTestPub(k)), Sig: s}})
+			f, err := encodeSigned(envelope.MemberManifest, canonical, []envelope.Signature{{KeyID: envelope.KeyID(signTestPub(k)), Sig: s}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = VerifySignedManifest(f, ring)
-			if !errors.Is(err, ErrSignature) {
-				t.Fatalf("sig %q: %v, want ErrSignature", s, err)
+			if !errors.Is(err, envelope.ErrSignature) {
+				t.Fatalf("sig %q: %v, want envelope.ErrSignature", s, err)
 			}
 		})
 	}
@@ -264,7 +322,7 @@ func TestStrictBase64(t *testing.T) {
 func TestReorderedDocument(t *testing.T) {
 	k := signTestKey(t)
 	canonical, file := signTestFile(t, k)
-	doc, err := ParseSigned(file, SignedMemberManifest)
+	doc, err := ParseSigned(file, envelope.MemberManifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +350,7 @@ func TestReorderedDocument(t *testing.T) {
 	if bytes.Contains(reordered, canonical) {
 		t.Fatal("the re-ordered document is byte-identical to the canonical one; the test would prove nothing")
 	}
-	vm, err := VerifySignedManifest(reordered, NewKeyRing(signTestPub(k)))
+	vm, err := VerifySignedManifest(reordered, envelope.NewKeyRing(signTestPub(k)))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, reordered)
 	}
@@ -305,7 +363,7 @@ func TestParseSignedRefusals(t *testing.T) {
 	k := signTestKey(t)
 	canonical, _ := signTestFile(t, k)
 	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(k, canonical))
-	kid := KeyID(signTestPub(k))
+	kid := envelope.KeyID(signTestPub(k))
 	entry := `{"keyid":"` + kid + `","sig":"` + sig + `"}`
 	m := string(canonical)
 	cases := []struct {
@@ -333,7 +391,7 @@ func TestParseSignedRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseSigned([]byte(tc.file), SignedMemberManifest)
+			_, err := ParseSigned([]byte(tc.file), envelope.MemberManifest)
 			var re *RefusedError
 			if !errors.As(err, &re) {
 				t.Fatalf("err %v, want *RefusedError", err)
@@ -348,7 +406,7 @@ func TestParseSignedRefusals(t *testing.T) {
 		})
 	}
 	// The "ref" member is accepted by the same parser.
-	if _, err := ParseSigned([]byte(`{"ref":{"a":1},"signatures":[`+entry+`]}`), SignedMemberRef); err != nil {
+	if _, err := ParseSigned([]byte(`{"ref":{"a":1},"signatures":[`+entry+`]}`), envelope.MemberRef); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -359,26 +417,26 @@ func TestParseSignedRefusals(t *testing.T) {
 func TestInnerUnknownMember(t *testing.T) {
 	k := signTestKey(t)
 	inner := []byte(`{"extra":true,"image":"docker.io/library/alpine:3","schema":"sandbox.env-manifest/1"}`)
-	file, err := Sign(SignedMemberManifest, inner, k)
+	file, err := envelope.Sign(envelope.MemberManifest, inner, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := ParseSigned(file, SignedMemberManifest)
+	doc, err := ParseSigned(file, envelope.MemberManifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := doc.Verify(NewKeyRing(signTestPub(k))); err != nil {
+	if err := doc.Verify(envelope.NewKeyRing(signTestPub(k))); err != nil {
 		t.Fatalf("signature should verify: %v", err)
 	}
-	_, err = VerifySignedManifest(file, NewKeyRing(signTestPub(k)))
+	_, err = VerifySignedManifest(file, envelope.NewKeyRing(signTestPub(k)))
 	var re *RefusedError
 	if !errors.As(err, &re) || len(re.Refusals) != 1 || re.Refusals[0].Pointer != "/manifest/extra" || re.Refusals[0].Class != ClassUnknownProperty {
 		t.Fatalf("err %v, want one unknown-property refusal at /manifest/extra", err)
 	}
 	// Untrusted beats schema: checks run in resume's order.
-	_, err = VerifySignedManifest(file, NewKeyRing(signTestPub(signTestKey(t))))
-	if !errors.Is(err, ErrSignature) {
-		t.Fatalf("untrusted file with a bad core: %v, want ErrSignature first", err)
+	_, err = VerifySignedManifest(file, envelope.NewKeyRing(signTestPub(signTestKey(t))))
+	if !errors.Is(err, envelope.ErrSignature) {
+		t.Fatalf("untrusted file with a bad core: %v, want envelope.ErrSignature first", err)
 	}
 }
 
@@ -391,14 +449,14 @@ func TestSignRefuses(t *testing.T) {
 		"empty":         ``,
 		"invalid":       `{"a":`,
 	} {
-		if _, err := Sign(SignedMemberManifest, []byte(in), k); err == nil {
-			t.Errorf("%s: Sign(%q) succeeded", name, in)
+		if _, err := envelope.Sign(envelope.MemberManifest, []byte(in), k); err == nil {
+			t.Errorf("%s: envelope.Sign(%q) succeeded", name, in)
 		}
 	}
-	if _, err := Sign(SignedMemberManifest, []byte(`{}`)); err == nil {
+	if _, err := envelope.Sign(envelope.MemberManifest, []byte(`{}`)); err == nil {
 		t.Error("Sign without a key succeeded")
 	}
-	if _, err := Sign(SignedMemberSignatures, []byte(`{}`), k); err == nil {
+	if _, err := envelope.Sign(envelope.MemberSignatures, []byte(`{}`), k); err == nil {
 		t.Error("Sign under member \"signatures\" succeeded")
 	}
 }
@@ -411,16 +469,16 @@ func TestOpenSSLSignatureInterop(t *testing.T) {
 	dir := t.TempDir()
 
 	// Ours → openssl.
-	pubPath, keyPath, err := WriteKeyPair(filepath.Join(dir, "ours"), false)
+	pubPath, keyPath, err := envelope.WriteKeyPair(filepath.Join(dir, "ours"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	priv, err := LoadPrivateKey(keyPath)
+	priv, err := envelope.LoadPrivateKey(keyPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	canonical, file := signTestFile(t, priv)
-	doc, err := ParseSigned(file, SignedMemberManifest)
+	doc, err := ParseSigned(file, envelope.MemberManifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,11 +510,11 @@ func TestOpenSSLSignatureInterop(t *testing.T) {
 	oKey, oPub := filepath.Join(dir, "o.key"), filepath.Join(dir, "o.pub")
 	signTestRun(t, ossl, "genpkey", "-algorithm", "ed25519", "-out", oKey)
 	signTestRun(t, ossl, "pkey", "-in", oKey, "-pubout", "-out", oPub)
-	opriv, err := LoadPrivateKey(oKey)
+	opriv, err := envelope.LoadPrivateKey(oKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring, err := LoadTrust(oPub)
+	ring, err := envelope.LoadTrust(oPub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +526,7 @@ func TestOpenSSLSignatureInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	osig := signTestRun(t, ossl, "pkeyutl", "-sign", "-rawin", "-inkey", oKey, "-in", canonPath)
-	f, err := encodeSigned(SignedMemberManifest, canonical, []Signature{{KeyID: KeyID(signTestPub(opriv)), Sig: base64.StdEncoding.EncodeToString(osig)}})
+	f, err := encodeSigned(envelope.MemberManifest, canonical, []envelope.Signature{{KeyID: envelope.KeyID(signTestPub(opriv)), Sig: base64.StdEncoding.EncodeToString(osig)}})
 	if err != nil {
 		t.Fatal(err)
 	}

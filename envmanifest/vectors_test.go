@@ -138,7 +138,7 @@ func TestJCSVectors(t *testing.T) {
 				}
 			}
 
-			node, refusals := Decode(in, false)
+			node, refusals := decode(in, false)
 			if g := vecRefusalKeys(refusals); !vecSameRefusals(g, v.decoderRefusals) {
 				t.Errorf("Decode refusals %v, want %v", refusals, v.decoderRefusals)
 			}

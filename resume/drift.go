@@ -12,6 +12,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // DriftEntry is one member that differs between the recorded manifest core
@@ -61,7 +62,7 @@ func DiffCores(recorded, offered *envmanifest.Core) []DriftEntry {
 		if rok && ook && rv == ov {
 			continue
 		}
-		e := sided{entry: DriftEntry{Pointer: envmanifest.Pointer("/containerEnv", k)}}
+		e := sided{entry: DriftEntry{Pointer: strictjson.Pointer("/containerEnv", k)}}
 		if rok {
 			e.entry.Recorded = mustJSON(rv)
 		} else {

@@ -13,6 +13,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
@@ -49,7 +50,7 @@ type fixture struct {
 	facts  *fake.Facts
 	claims *fake.Claims
 	key    ed25519.PrivateKey
-	trust  *envmanifest.KeyRing
+	trust  *envelope.KeyRing
 	ref    snapshot.Ref
 	dir    string // the config's folder
 	config string // offered devcontainer.json text
@@ -104,7 +105,7 @@ func newFixture(t testing.TB, config string) *fixture {
 		dir:    t.TempDir(),
 		config: config,
 	}
-	fx.trust = envmanifest.NewKeyRing(fx.key.Public().(ed25519.PublicKey))
+	fx.trust = envelope.NewKeyRing(fx.key.Public().(ed25519.PublicKey))
 	desc, layer := putImage(t, facts, ocispec.Platform{OS: "linux", Architecture: "amd64"}, "base layer")
 	fx.layer = layer
 	if err := facts.SetImage(testImage, desc); err != nil {

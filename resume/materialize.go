@@ -14,15 +14,9 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
-
-// ErrDiffCorrupt marks a rootfs diff blob whose bytes do not match the
-// verified ref: another digest or size, a decompression that fails, exceeds
-// uncompressedSize or hashes to another diffID (DESIGN "Materialize":
-// "a mismatch is 7"). Materializer.CheckDiff wraps it; the verdict class is
-// snapshot-missing (exit 7).
-var ErrDiffCorrupt = errors.New("rootfs diff corrupt")
 
 // ContainerSpec is what Materializer.CreateContainer makes (DESIGN
 // "Materialize, claim, run lifecycle").
@@ -71,11 +65,11 @@ type Materializer interface {
 	// absent) it does nothing and returns nil.
 	ReleaseClaim(ctx context.Context, run string, holder Claim) error
 
-	// CheckDiff streams the rootfs diff blob once and checks its size and
-	// digest, and that its decompression (gzip, zstd or none), stopped as
-	// soon as it exceeds d.UncompressedSize, is exactly d.UncompressedSize
-	// bytes with sha256 d.DiffID. A mismatch wraps ErrDiffCorrupt and names
-	// both digests; an absent blob wraps errdefs.ErrNotFound.
+	// CheckDiff reads the stored rootfs diff blob with snapshot.VerifyDiff,
+	// the one layer verifier (size, digest, and a decompression bounded by
+	// d.UncompressedSize with sha256 d.DiffID). A mismatch wraps
+	// snapshot.ErrDiffCorrupt and names both digests; an absent blob wraps
+	// errdefs.ErrNotFound.
 	CheckDiff(ctx context.Context, d snapshot.Diff) error
 
 	// ContainerExists reports whether a container with this id exists (in
@@ -89,7 +83,8 @@ type Materializer interface {
 	// io.containerd.runc.v2; labels run and manifest). On error no
 	// container spec.ID was created by this call. An existing container id
 	// is errdefs.ErrAlreadyExists; a failed diffID check while applying
-	// wraps ErrDiffCorrupt; missing base content errdefs.ErrNotFound.
+	// wraps snapshot.ErrDiffCorrupt; missing base content
+	// errdefs.ErrNotFound.
 	CreateContainer(ctx context.Context, spec ContainerSpec) error
 
 	// StartTask creates and starts the container's task detached (its
@@ -172,7 +167,7 @@ func ContainerEnv(core *envmanifest.Core) (env, notApplied []string) {
 	for _, k := range keys {
 		v := core.ContainerEnv[k]
 		if strings.Contains(v, "${") {
-			notApplied = append(notApplied, envmanifest.Pointer("/containerEnv", k))
+			notApplied = append(notApplied, strictjson.Pointer("/containerEnv", k))
 			continue
 		}
 		env = append(env, k+"="+v)
@@ -261,7 +256,7 @@ func Resume(ctx context.Context, facts Facts, claims Claims, m Materializer, req
 		}
 	}
 	if err != nil {
-		v.Accepted, v.Class, v.ExitCode = false, class, class.ExitCode()
+		v.Accepted, v.Class, v.ExitCode = false, class, class.Code()
 		v.Materialize = &CheckResult{Name: CheckMaterialize, Result: ResultFail, Detail: err.Error()}
 		return v
 	}
@@ -281,7 +276,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	}
 	err = m.CheckDiff(ctx, spec.Diff)
 	switch {
-	case errors.Is(err, ErrDiffCorrupt), errdefs.IsNotFound(err):
+	case errors.Is(err, snapshot.ErrDiffCorrupt), errdefs.IsNotFound(err):
 		return "", ClassSnapshotMissing, false, err
 	case err != nil:
 		return "", ClassInternal, false, fmt.Errorf("verify rootfsDiff %s: %w", spec.Diff.Digest, err)
@@ -291,7 +286,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	switch {
 	case errdefs.IsAlreadyExists(err):
 		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another with --container): %w", spec.ID, err)
-	case errors.Is(err, ErrDiffCorrupt):
+	case errors.Is(err, snapshot.ErrDiffCorrupt):
 		return "", ClassSnapshotMissing, false, err
 	case errdefs.IsNotFound(err):
 		return "", ClassImageUnresolved, false, fmt.Errorf("create container %s: %w", spec.ID, err)

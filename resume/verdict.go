@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 )
 
 // Check names, in the order Decide runs them (DESIGN "Resume decision",
@@ -29,48 +30,28 @@ var CheckNames = []string{
 	CheckOfferedIngest, CheckManifest, CheckHost, CheckImage, CheckSnapshot, CheckClaim,
 }
 
-// Class names why a resume was refused: the verdict's "class" (DESIGN
-// "Resume decision", the check table's "class on failure" column). The
-// strings are part of the JSON contract.
-type Class string
+// Class names why a resume was refused: the verdict's "class"
+// (docs/design.md "Resume decision", the check table's "class on failure"
+// column). It is internal/exitcode's class, whose Code method gives the
+// exit code; the strings are part of the JSON contract.
+type Class = exitcode.Class
 
-// Verdict classes. Each maps to one exit code (Class.ExitCode).
+// Verdict classes (internal/exitcode holds the one table of classes and
+// exit codes).
 const (
-	ClassBadInput          Class = "bad-input"           // checks 1, 3, 5: exit 2
-	ClassUntrusted         Class = "untrusted"           // check 2: exit 6
-	ClassTampered          Class = "tampered"            // check 4: exit 6
-	ClassManifestMismatch  Class = "manifest-mismatch"   // check 6: exit 3
-	ClassUnpinnedCrossHost Class = "unpinned-cross-host" // check 7: exit 4
-	ClassImageUnresolved   Class = "image-unresolved"    // check 8: exit 5
-	ClassImageDrifted      Class = "image-drifted"       // check 8: exit 5
-	ClassSnapshotMissing   Class = "snapshot-missing"    // check 9: exit 7
-	ClassClaimConflict     Class = "claim-conflict"      // check 10: exit 8
+	ClassBadInput          = exitcode.ClassBadInput          // checks 1, 3, 5: exit 2
+	ClassUntrusted         = exitcode.ClassUntrusted         // check 2: exit 6
+	ClassTampered          = exitcode.ClassTampered          // check 4: exit 6
+	ClassManifestMismatch  = exitcode.ClassManifestMismatch  // check 6: exit 3
+	ClassUnpinnedCrossHost = exitcode.ClassUnpinnedCrossHost // check 7: exit 4
+	ClassImageUnresolved   = exitcode.ClassImageUnresolved   // check 8: exit 5
+	ClassImageDrifted      = exitcode.ClassImageDrifted      // check 8: exit 5
+	ClassSnapshotMissing   = exitcode.ClassSnapshotMissing   // check 9: exit 7
+	ClassClaimConflict     = exitcode.ClassClaimConflict     // check 10: exit 8
 	// ClassInternal is a failure to establish a fact (a daemon error other
 	// than "not found"), not a refusal: exit 1.
-	ClassInternal Class = "internal"
+	ClassInternal = exitcode.ClassInternal
 )
-
-// ExitCode returns the CLI exit code of a verdict class (DESIGN "CLI
-// contract"); an unknown class is ExitInternal.
-func (c Class) ExitCode() int {
-	switch c {
-	case ClassBadInput:
-		return ExitRefused
-	case ClassUntrusted, ClassTampered:
-		return ExitUntrusted
-	case ClassManifestMismatch:
-		return ExitMismatch
-	case ClassUnpinnedCrossHost:
-		return ExitCrossHost
-	case ClassImageUnresolved, ClassImageDrifted:
-		return ExitImage
-	case ClassSnapshotMissing:
-		return ExitSnapshot
-	case ClassClaimConflict:
-		return ExitClaim
-	}
-	return ExitInternal
-}
 
 // Check results (the verdict's checks[].result).
 const (
@@ -91,8 +72,8 @@ type CheckResult struct {
 
 // Verdict is the outcome of the resume decision (DESIGN "Resume decision":
 // the verdict JSON). Checks always holds all ten checks in order. Class is
-// empty when Accepted (and encodes as null); ExitCode is Class.ExitCode(),
-// or ExitOK when accepted. Refusals are the ingestion refusals of check 5,
+// empty when Accepted (and encodes as null); ExitCode is Class.Code(),
+// or 0 when accepted. Refusals are the ingestion refusals of check 5,
 // sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
 // [] when empty. Container, NotApplied, Pid and Materialize are filled by
@@ -214,7 +195,7 @@ func (v *Verdict) Failed() *CheckResult {
 
 // CheckError is a failed check as an error: the check's name (one of
 // CheckNames), the verdict class it fails with, and the cause. VerifyRef
-// returns it; Classify maps it to Class.ExitCode().
+// returns it; its Class decides the exit code (Class.Code).
 type CheckError struct {
 	Check string
 	Class Class
@@ -227,7 +208,7 @@ func (e *CheckError) Error() string {
 }
 
 // Unwrap returns the cause (an *envmanifest.RefusedError, a wrapped
-// envmanifest.ErrSignature or snapshot.ErrTampered, an errdefs class, …).
+// envelope.ErrSignature or snapshot.ErrTampered, an errdefs class, …).
 func (e *CheckError) Unwrap() error { return e.Err }
 
 var _ error = (*CheckError)(nil)

@@ -4,9 +4,9 @@
 // pattern of seed 003, "Sandbox environment variable contract").
 //
 // The schemas are generated from the Go types (envmanifest.Core,
-// envmanifest.Signature, snapshot.Ref, resume.Verdict) and from the tables
+// envelope.Signature, snapshot.Ref, resume.Verdict) and from the tables
 // in the code (envmanifest.Properties, envmanifest.DefaultReservedEnv,
-// resume.CheckNames, resume.ExitCodes, the refusal and verdict classes):
+// resume.CheckNames, exitcode.Codes, the refusal and verdict classes):
 // never hand-written. Each schema is self-contained (every definition it
 // uses is in its own $defs; no cross-file $ref) and its bytes are
 // deterministic: keys sorted, 2-space indentation, a final newline. The
@@ -25,7 +25,9 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -190,14 +192,14 @@ func manifestCoreSchema() map[string]any {
 // signedManifest is the wire shape of a signed manifest file (DESIGN
 // "Signed documents").
 type signedManifest struct {
-	Manifest   envmanifest.Core        `json:"manifest"`
-	Signatures []envmanifest.Signature `json:"signatures"`
+	Manifest   envmanifest.Core     `json:"manifest"`
+	Signatures []envelope.Signature `json:"signatures"`
 }
 
 // signedRef is the wire shape of a SnapshotRef file.
 type signedRef struct {
-	Ref        snapshot.Ref            `json:"ref"`
-	Signatures []envmanifest.Signature `json:"signatures"`
+	Ref        snapshot.Ref         `json:"ref"`
+	Signatures []envelope.Signature `json:"signatures"`
 }
 
 func signatures() fieldOverlay {
@@ -256,13 +258,8 @@ var refusalClasses = []envmanifest.Class{
 	envmanifest.ClassReservedEnv,
 }
 
-// verdictClasses lists every resume.Class (DESIGN "Resume decision").
-var verdictClasses = []resume.Class{
-	resume.ClassBadInput, resume.ClassUntrusted, resume.ClassTampered,
-	resume.ClassManifestMismatch, resume.ClassUnpinnedCrossHost, resume.ClassImageUnresolved,
-	resume.ClassImageDrifted, resume.ClassSnapshotMissing, resume.ClassClaimConflict,
-	resume.ClassInternal,
-}
+// verdictClasses lists every class a verdict can carry (internal/exitcode).
+var verdictClasses = exitcode.VerdictClasses
 
 func verdictSchema() map[string]any {
 	r := coreReflector()
@@ -273,7 +270,7 @@ func verdictSchema() map[string]any {
 	}
 	r.fields["Verdict.class"] = replace(map[string]any{"enum": classEnum, "description": "null when accepted"})
 	var codes []any
-	for _, e := range resume.ExitCodes {
+	for _, e := range exitcode.Codes {
 		codes = append(codes, e.Code)
 	}
 	r.fields["Verdict.exitCode"] = set(map[string]any{"enum": codes})
@@ -313,16 +310,16 @@ func verdictSchema() map[string]any {
 	r.descrip["DriftEntry"] = "one member that differs between the recorded and the offered core; an absent side is omitted"
 
 	ref := r.schemaFor(reflect.TypeFor[resume.Verdict]())
-	// Class ↔ exit code, from resume.Class.ExitCode (the one table).
+	// Class ↔ exit code, from exitcode.Class.Code (the one table).
 	rules := []any{map[string]any{
 		"if":   map[string]any{"type": "object", "properties": map[string]any{"accepted": map[string]any{"const": true}}, "required": []any{"accepted"}},
-		"then": map[string]any{"type": "object", "properties": map[string]any{"class": map[string]any{"const": nil}, "exitCode": map[string]any{"const": resume.ExitOK}}},
+		"then": map[string]any{"type": "object", "properties": map[string]any{"class": map[string]any{"const": nil}, "exitCode": map[string]any{"const": exitcode.OK}}},
 		"else": map[string]any{"type": "object", "properties": map[string]any{"class": map[string]any{"type": "string"}}},
 	}}
 	for _, c := range verdictClasses {
 		rules = append(rules, map[string]any{
 			"if":   map[string]any{"type": "object", "properties": map[string]any{"class": map[string]any{"const": string(c)}}, "required": []any{"class"}},
-			"then": map[string]any{"type": "object", "properties": map[string]any{"exitCode": map[string]any{"const": c.ExitCode()}}},
+			"then": map[string]any{"type": "object", "properties": map[string]any{"exitCode": map[string]any{"const": c.Code()}}},
 		})
 	}
 	body := with(ref, map[string]any{"allOf": rules})

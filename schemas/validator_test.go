@@ -22,6 +22,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tailscale/hujson"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
@@ -559,7 +560,7 @@ func TestStockValidatorAcceptsOurDocuments(t *testing.T) {
 		}
 		cores++
 		add(d.id+"#core", FileManifestCore, d.manifest.Canonical)
-		signed, err := envmanifest.Sign(envmanifest.SignedMemberManifest, d.manifest.Canonical, key)
+		signed, err := envelope.Sign(envelope.MemberManifest, d.manifest.Canonical, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,11 +584,11 @@ func TestStockValidatorAcceptsOurDocuments(t *testing.T) {
 		case strings.HasSuffix(f, ".ref.jcs"):
 			refs++
 			add(id, FileSnapshotRef+"#/$defs/Ref", data)
-			doc, err := envmanifest.ParseSigned(append(append([]byte(`{"ref":`), data...), '}'), envmanifest.SignedMemberRef)
+			doc, err := envmanifest.ParseSigned(append(append([]byte(`{"ref":`), data...), '}'), envelope.MemberRef)
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			signed, err := envmanifest.Sign(envmanifest.SignedMemberRef, doc.Canonical, key)
+			signed, err := envelope.Sign(envelope.MemberRef, doc.Canonical, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -700,11 +701,11 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 	config := `{"image": "busybox:1", "containerEnv": {"LANG": "C.UTF-8"}, "features": {"ghcr.io/devcontainers/features/node:1": "20"},
 		"mounts": [{"type": "volume", "source": "cache", "target": "/cache"}], "remoteUser": "vscode"}`
 	key := testKey("verdict")
-	trust := envmanifest.NewKeyRing(key.Public().(ed25519.PublicKey))
+	trust := envelope.NewKeyRing(key.Public().(ed25519.PublicKey))
 
 	type setup struct {
 		offered   string
-		trust     *envmanifest.KeyRing
+		trust     *envelope.KeyRing
 		refFile   []byte
 		noDiff    bool
 		noImage   bool
@@ -784,7 +785,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 	return map[string][]byte{
 		"accepted":          run(setup{}),
 		"bad-input-ref":     run(setup{refFile: []byte(`{"ref": 1}`)}),
-		"untrusted":         run(setup{trust: envmanifest.NewKeyRing(other.Public().(ed25519.PublicKey))}),
+		"untrusted":         run(setup{trust: envelope.NewKeyRing(other.Public().(ed25519.PublicKey))}),
 		"offered-refused":   run(setup{offered: `{"image": "busybox:1", "postCreateCommand": "make"}`}),
 		"manifest-mismatch": run(setup{offered: `{"image": "busybox:1", "containerEnv": {"LANG": "C"}, "remoteUser": "root"}`}),
 		"cross-host":        run(setup{otherHost: true}),

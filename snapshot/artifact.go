@@ -14,7 +14,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // This file is the pure half of DESIGN "Moving runs": the migration
@@ -105,25 +105,6 @@ func ArtifactManifest(refFile []byte, r *Ref, base ocispec.Descriptor) ([]byte, 
 		Digest:       digest.FromBytes(b),
 		Size:         int64(len(b)),
 	}, nil
-}
-
-// OpenRefUnverified runs checks 1, 3 and 4 of DESIGN "Resume decision" on a
-// SnapshotRef file without a trusted key (parse, schema, integrity): export
-// and push use it to find what to send; the receiving side verifies the
-// signature (import, pull). Errors are those of OpenRef.
-func OpenRefUnverified(data []byte) (*Ref, error) {
-	doc, err := ParseRefFile(data)
-	if err != nil {
-		return nil, err
-	}
-	r, err := DecodeRef(doc.Inner)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckIntegrity(r, doc.Inner); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // Archive is what ScanArchive found in an OCI layout archive: every blob
@@ -313,7 +294,7 @@ func small(src BlobSource, desc ocispec.Descriptor, what string) ([]byte, error)
 // ref.base.manifestDigest, and the run and manifest annotations are the
 // ref's. Shape and agreement failures wrap ErrArtifactRefused (exit 2); the
 // ref's own failures are OpenRef's (2 or 6).
-func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte, trust *envmanifest.KeyRing) (*Artifact, error) {
+func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte, trust *envelope.KeyRing) (*Artifact, error) {
 	what := "artifact manifest " + desc.Digest.String()
 	if got := digest.FromBytes(body); got != desc.Digest || int64(len(body)) != desc.Size {
 		return nil, refused("%s: %d bytes with digest %s", what, len(body), got)
@@ -375,7 +356,7 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 // (every child, config and layer present with its size). A descriptor that
 // is none of these, or is not a manifest or index, is refused. Errors wrap
 // ErrArtifactRefused (exit 2) unless they are the ref's own (OpenRef).
-func CheckArchive(a *Archive, trust *envmanifest.KeyRing) (*Artifact, error) {
+func CheckArchive(a *Archive, trust *envelope.KeyRing) (*Artifact, error) {
 	var idx ocispec.Index
 	if err := json.Unmarshal(a.Index, &idx); err != nil {
 		return nil, refused("index.json: not an OCI image index: %v", err)

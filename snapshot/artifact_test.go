@@ -14,12 +14,12 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // signedFixture returns the pinned golden ref with its rootfsDiff pointed at
 // layer, signed with a fresh key, and a key ring trusting that key.
-func signedFixture(t *testing.T, layer []byte) (*Ref, []byte, *envmanifest.KeyRing) {
+func signedFixture(t *testing.T, layer []byte) (*Ref, []byte, *envelope.KeyRing) {
 	t.Helper()
 	r, err := OpenRef(readTestdata(t, "pinned.ref.json"), testKey(t))
 	if err != nil {
@@ -34,7 +34,7 @@ func signedFixture(t *testing.T, layer []byte) (*Ref, []byte, *envmanifest.KeyRi
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, file, envmanifest.NewKeyRing(pub)
+	return r, file, envelope.NewKeyRing(pub)
 }
 
 var baseDesc = func(r *Ref) ocispec.Descriptor {
@@ -125,7 +125,7 @@ func blobEntry(b []byte) tarEntry {
 
 // goodArchive is an archive as containerd's exporter lays it out: blobs,
 // index.json, oci-layout, then the two directory entries.
-func goodArchive(t *testing.T) ([]tarEntry, *envmanifest.KeyRing, ocispec.Descriptor) {
+func goodArchive(t *testing.T) ([]tarEntry, *envelope.KeyRing, ocispec.Descriptor) {
 	layer := []byte("layer bytes")
 	r, file, trust := signedFixture(t, layer)
 	body, desc, err := ArtifactManifest(file, r, baseDesc(r))
@@ -159,7 +159,7 @@ func TestScanAndCheckArchive(t *testing.T) {
 		t.Errorf("artifact %+v", art)
 	}
 	other, _, _ := ed25519.GenerateKey(rand.Reader)
-	if _, err := CheckArchive(a, envmanifest.NewKeyRing(other)); !errors.Is(err, envmanifest.ErrSignature) {
+	if _, err := CheckArchive(a, envelope.NewKeyRing(other)); !errors.Is(err, envelope.ErrSignature) {
 		t.Errorf("another trusted key: %v, want ErrSignature", err)
 	}
 }

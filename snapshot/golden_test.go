@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -22,13 +23,13 @@ var update = flag.Bool("update", false, "rewrite testdata/*.ref.json from the ha
 // signed with testdata/ref-test.key; regenerated with -update).
 var goldenVectors = []string{"pinned", "minimal"}
 
-func testKey(t testing.TB) *envmanifest.KeyRing {
+func testKey(t testing.TB) *envelope.KeyRing {
 	t.Helper()
-	pub, err := envmanifest.LoadPublicKey(filepath.Join("testdata", "ref-test.pub"))
+	pub, err := envelope.LoadPublicKey(filepath.Join("testdata", "ref-test.pub"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return envmanifest.NewKeyRing(pub)
+	return envelope.NewKeyRing(pub)
 }
 
 func needTool(t *testing.T, name string) string {
@@ -44,7 +45,7 @@ func needTool(t *testing.T, name string) string {
 }
 
 func TestGoldenRefs(t *testing.T) {
-	priv, err := envmanifest.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+	priv, err := envelope.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +63,11 @@ func TestGoldenRefs(t *testing.T) {
 			if !bytes.Equal(doc.Canonical, canonical) {
 				t.Fatalf("hand-written bytes are not in JCS form:\n got %s\nwant %s", doc.Canonical, canonical)
 			}
-			r, err := DecodeRef(doc.Inner)
+			r, err := decodeRef(doc.Inner)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := CheckIntegrity(r, doc.Inner); err != nil {
+			if err := checkIntegrity(r, doc.Inner); err != nil {
 				t.Fatal(err)
 			}
 			got, err := r.Canonical()
@@ -125,7 +126,7 @@ func TestGoldenRefsExternalTools(t *testing.T) {
 			if !bytes.Contains(canonical, []byte(`"manifest":"`+address+`"`)) {
 				t.Fatalf("b3sum address %s is not the recorded manifest in %s.ref.jcs", address, name)
 			}
-			doc, err := ParseRefFile(readTestdata(t, name+".ref.json"))
+			doc, err := parseRefFile(readTestdata(t, name+".ref.json"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 package snapshot
 
 import (
-	"crypto/ed25519"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +18,12 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
-// ErrTampered is wrapped by CheckIntegrity (and OpenRef) when a signed
+// ErrTampered is wrapped by checkIntegrity (and OpenRef) when a signed
 // ref's recorded manifest address or pinned flag disagrees with its core
 // (DESIGN "Resume decision", check 4 "ref-integrity": class "tampered",
 // exit 6).
@@ -31,14 +33,13 @@ var ErrTampered = errors.New("snapshot ref tampered")
 // version number than RefSchema's is refused with its own message.
 const refSchemaPrefix = "sandbox.snapshot-ref/"
 
-// ParseRefFile parses a SnapshotRef file: the signed wrapper {"ref": {…},
-// "signatures": […]} read with the strict decoder (DESIGN "Resume
-// decision", check 1 "ref-parse"). It is envmanifest.ParseSigned(data,
-// "ref"): a *envmanifest.RefusedError (exit 2) when the file is not a JSON
-// object with an object "ref" and well-formed signature entries. The
-// signatures are not verified here (check 2: SignedDocument.Verify).
-func ParseRefFile(data []byte) (*envmanifest.SignedDocument, error) {
-	return envmanifest.ParseSigned(data, envmanifest.SignedMemberRef)
+// parseRefFile parses a SnapshotRef file: the signed wrapper {"ref": {…},
+// "signatures": […]} read with the strict decoder (check 1 "ref-parse"),
+// as envmanifest.ParseSigned(data, "ref"): a *envmanifest.RefusedError when
+// the file is not a JSON object with an object "ref" and well-formed
+// signature entries. The signatures are not verified here.
+func parseRefFile(data []byte) (*envelope.Document, error) {
+	return envmanifest.ParseSigned(data, envelope.MemberRef)
 }
 
 // refMember describes one member of the ref object (DESIGN "SnapshotRef").
@@ -81,19 +82,19 @@ func (d *refDecoder) refuse(ptr string, class envmanifest.Class, format string, 
 
 // members checks that obj is an object holding exactly the listed
 // members (the optional ones may be absent) and returns them by name.
-func (d *refDecoder) members(obj *envmanifest.Node, what string, want []refMember) (map[string]*envmanifest.Node, bool) {
+func (d *refDecoder) members(obj *strictjson.Node, what string, want []refMember) (map[string]*strictjson.Node, bool) {
 	if obj == nil {
 		return nil, false
 	}
 	ptr := obj.Pointer
-	if obj.Kind != envmanifest.KindObject {
+	if obj.Kind != strictjson.KindObject {
 		d.refuse(ptr, envmanifest.ClassInvalidValue, "%s must be an object, not %s", what, obj.Kind)
 		return nil, false
 	}
-	got := make(map[string]*envmanifest.Node, len(obj.Members))
+	got := make(map[string]*strictjson.Node, len(obj.Members))
 	for _, m := range obj.Members {
 		if !slices.ContainsFunc(want, func(w refMember) bool { return w.name == m.Name }) {
-			d.refuse(envmanifest.Pointer(ptr, m.Name), envmanifest.ClassUnknownProperty,
+			d.refuse(strictjson.Pointer(ptr, m.Name), envmanifest.ClassUnknownProperty,
 				"unknown member %q in %s (a new member means a new schema, not %s)", m.Name, what, RefSchema)
 			continue
 		}
@@ -104,28 +105,28 @@ func (d *refDecoder) members(obj *envmanifest.Node, what string, want []refMembe
 	}
 	for _, w := range want {
 		if _, ok := got[w.name]; !ok && !w.optional {
-			d.refuse(envmanifest.Pointer(ptr, w.name), envmanifest.ClassMissing, "%s needs member %q", what, w.name)
+			d.refuse(strictjson.Pointer(ptr, w.name), envmanifest.ClassMissing, "%s needs member %q", what, w.name)
 		}
 	}
 	return got, true
 }
 
-func (d *refDecoder) str(n *envmanifest.Node, name string) (string, bool) {
+func (d *refDecoder) str(n *strictjson.Node, name string) (string, bool) {
 	if n == nil {
 		return "", false
 	}
-	if n.Kind != envmanifest.KindString {
+	if n.Kind != strictjson.KindString {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a string, not %s", name, n.Kind)
 		return "", false
 	}
 	return n.Str, true
 }
 
-func (d *refDecoder) boolean(n *envmanifest.Node, name string) bool {
+func (d *refDecoder) boolean(n *strictjson.Node, name string) bool {
 	if n == nil {
 		return false
 	}
-	if n.Kind != envmanifest.KindBool {
+	if n.Kind != strictjson.KindBool {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a boolean, not %s", name, n.Kind)
 		return false
 	}
@@ -135,11 +136,11 @@ func (d *refDecoder) boolean(n *envmanifest.Node, name string) bool {
 // size decodes member name of obj as a non-negative whole number of bytes
 // (at most 2^53−1). The number's text is taken from obj.Raw (the
 // object's own JSON text) rather than from the member node.
-func (d *refDecoder) size(obj *envmanifest.Node, n *envmanifest.Node, name string) int64 {
+func (d *refDecoder) size(obj *strictjson.Node, n *strictjson.Node, name string) int64 {
 	if n == nil {
 		return 0
 	}
-	if n.Kind != envmanifest.KindNumber {
+	if n.Kind != strictjson.KindNumber {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a number of bytes, not %s", name, n.Kind)
 		return 0
 	}
@@ -157,7 +158,7 @@ func (d *refDecoder) size(obj *envmanifest.Node, n *envmanifest.Node, name strin
 	return int64(f)
 }
 
-func (d *refDecoder) digest(n *envmanifest.Node, name string) digest.Digest {
+func (d *refDecoder) digest(n *strictjson.Node, name string) digest.Digest {
 	s, ok := d.str(n, name)
 	if !ok {
 		return ""
@@ -174,7 +175,7 @@ func (d *refDecoder) digest(n *envmanifest.Node, name string) digest.Digest {
 	return dg
 }
 
-func (d *refDecoder) platform(n *envmanifest.Node, name string) string {
+func (d *refDecoder) platform(n *strictjson.Node, name string) string {
 	s, ok := d.str(n, name)
 	if !ok {
 		return ""
@@ -206,7 +207,7 @@ func validPlatform(s string) bool {
 	return platforms.Format(p) == s
 }
 
-// DecodeRef decodes the inner "ref" object of a parsed SnapshotRef file
+// decodeRef decodes the inner "ref" object of a parsed SnapshotRef file
 // (DESIGN "Resume decision", check 3 "ref-schema"): exactly the members of
 // DESIGN "SnapshotRef" with the right types, "lockfile" and
 // "base.indexDigest" optional. It checks that schema is RefSchema (a newer
@@ -220,15 +221,15 @@ func validPlatform(s string) bool {
 // Every problem is reported at its JSON Pointer into the file (the nodes'
 // pointers: "/ref/run", "/ref/base/diffIDs/0") in one *envmanifest.RefusedError (exit 2). It does not check the
 // signatures (check 2) or that manifest and pinned agree with core (check
-// 4: CheckIntegrity).
-func DecodeRef(inner *envmanifest.Node) (*Ref, error) {
+// 4: checkIntegrity).
+func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	d := &refDecoder{}
 	if inner == nil {
 		d.refuse("", envmanifest.ClassMissing, "no ref object")
 		return nil, &envmanifest.RefusedError{Refusals: d.rs}
 	}
 	// The schema first: a newer document is refused for that alone.
-	if s := inner.Get("schema"); s != nil && s.Kind == envmanifest.KindString && s.Str != RefSchema {
+	if s := inner.Get("schema"); s != nil && s.Kind == strictjson.KindString && s.Str != RefSchema {
 		if v, ok := strings.CutPrefix(s.Str, refSchemaPrefix); ok {
 			if n, err := strconv.Atoi(v); err == nil && n > 1 {
 				d.refuse(s.Pointer, envmanifest.ClassInvalidValue,
@@ -261,7 +262,7 @@ func DecodeRef(inner *envmanifest.Node) (*Ref, error) {
 		r.Manifest = s
 	}
 	if c := top["core"]; c != nil {
-		if c.Kind != envmanifest.KindObject {
+		if c.Kind != strictjson.KindObject {
 			d.refuse(c.Pointer, envmanifest.ClassInvalidValue, "core must be an object, not %s", c.Kind)
 		} else if core, canonical, err := envmanifest.ParseCoreCanonical(c); err != nil {
 			var re *envmanifest.RefusedError
@@ -307,11 +308,11 @@ func DecodeRef(inner *envmanifest.Node) (*Ref, error) {
 	return r, nil
 }
 
-func (d *refDecoder) policy(n *envmanifest.Node) []string {
+func (d *refDecoder) policy(n *strictjson.Node) []string {
 	if n == nil {
 		return nil
 	}
-	if n.Kind != envmanifest.KindArray {
+	if n.Kind != strictjson.KindArray {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "policy must be an array of environment names, not %s", n.Kind)
 		return nil
 	}
@@ -333,7 +334,7 @@ func (d *refDecoder) policy(n *envmanifest.Node) []string {
 	return out
 }
 
-func (d *refDecoder) host(m map[string]*envmanifest.Node) Host {
+func (d *refDecoder) host(m map[string]*strictjson.Node) Host {
 	var h Host
 	if s, ok := d.str(m["id"], "id"); ok {
 		if s == "" {
@@ -358,7 +359,7 @@ func (d *refDecoder) host(m map[string]*envmanifest.Node) Host {
 	return h
 }
 
-func (d *refDecoder) base(m map[string]*envmanifest.Node) Base {
+func (d *refDecoder) base(m map[string]*strictjson.Node) Base {
 	var b Base
 	if s, ok := d.str(m["name"], "name"); ok {
 		named, err := reference.ParseNormalizedNamed(s)
@@ -377,7 +378,7 @@ func (d *refDecoder) base(m map[string]*envmanifest.Node) Base {
 	b.ConfigDigest = d.digest(m["configDigest"], "configDigest")
 	b.Platform = d.platform(m["platform"], "platform")
 	if n := m["diffIDs"]; n != nil {
-		if n.Kind != envmanifest.KindArray {
+		if n.Kind != strictjson.KindArray {
 			d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "diffIDs must be an array of digests, not %s", n.Kind)
 		} else {
 			b.DiffIDs = make([]digest.Digest, 0, len(n.Elems))
@@ -395,7 +396,7 @@ var layerMediaTypes = []string{
 	ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayerZstd,
 }
 
-func (d *refDecoder) diff(obj *envmanifest.Node, m map[string]*envmanifest.Node) Diff {
+func (d *refDecoder) diff(obj *strictjson.Node, m map[string]*strictjson.Node) Diff {
 	var df Diff
 	if s, ok := d.str(m["mediaType"], "mediaType"); ok {
 		if !slices.Contains(layerMediaTypes, s) {
@@ -410,19 +411,19 @@ func (d *refDecoder) diff(obj *envmanifest.Node, m map[string]*envmanifest.Node)
 	return df
 }
 
-// CheckIntegrity is check 4 "ref-integrity" of DESIGN "Resume decision":
+// checkIntegrity is check 4 "ref-integrity" of DESIGN "Resume decision":
 // r.Manifest must equal the address of the core exactly as parsed
 // (envmanifest.Address of the RFC 8785 JCS of inner's "core" subtree, never
 // of a re-marshalled Go value) and r.Pinned must equal r.Core.IsPinned().
-// inner is the ref object r was decoded from (SignedDocument.Inner). A
+// inner is the ref object r was decoded from (envelope.Document.Inner). A
 // disagreement is an error wrapping ErrTampered (exit 6, class
 // "tampered") that names the pointer and both values.
-func CheckIntegrity(r *Ref, inner *envmanifest.Node) error {
+func checkIntegrity(r *Ref, inner *strictjson.Node) error {
 	core := inner.Get("core")
 	if core == nil {
-		return fmt.Errorf("%s: no manifest core: %w", envmanifest.Pointer(inner.Pointer, "core"), ErrTampered)
+		return fmt.Errorf("%s: no manifest core: %w", strictjson.Pointer(inner.Pointer, "core"), ErrTampered)
 	}
-	canonical := r.coreCanonical // DecodeRef's JCS of this same subtree
+	canonical := r.coreCanonical // decodeRef's JCS of this same subtree
 	if canonical == nil {
 		var err error
 		if canonical, err = jcs.Transform(core.Raw); err != nil {
@@ -430,36 +431,12 @@ func CheckIntegrity(r *Ref, inner *envmanifest.Node) error {
 		}
 	}
 	if got := envmanifest.Address(canonical); got != r.Manifest {
-		return fmt.Errorf("%s: recorded address %s, but the core's address is %s: %w", envmanifest.Pointer(inner.Pointer, "manifest"), r.Manifest, got, ErrTampered)
+		return fmt.Errorf("%s: recorded address %s, but the core's address is %s: %w", strictjson.Pointer(inner.Pointer, "manifest"), r.Manifest, got, ErrTampered)
 	}
 	if got := r.Core.IsPinned(); got != r.Pinned {
-		return fmt.Errorf("%s: recorded %t, but the core is pinned=%t: %w", envmanifest.Pointer(inner.Pointer, "pinned"), r.Pinned, got, ErrTampered)
+		return fmt.Errorf("%s: recorded %t, but the core is pinned=%t: %w", strictjson.Pointer(inner.Pointer, "pinned"), r.Pinned, got, ErrTampered)
 	}
 	return nil
-}
-
-// OpenRef runs checks 1–4 of DESIGN "Resume decision" in order on a
-// SnapshotRef file: parse (ParseRefFile: *envmanifest.RefusedError, exit
-// 2), signature against trust (wrapping envmanifest.ErrSignature, exit 6),
-// schema (DecodeRef: *envmanifest.RefusedError, exit 2) and integrity
-// (CheckIntegrity: wrapping ErrTampered, exit 6). No field of the ref is
-// used before its signature verifies. Import and pull use it.
-func OpenRef(data []byte, trust *envmanifest.KeyRing) (*Ref, error) {
-	doc, err := ParseRefFile(data)
-	if err != nil {
-		return nil, err
-	}
-	if err := doc.Verify(trust); err != nil {
-		return nil, err
-	}
-	r, err := DecodeRef(doc.Inner)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckIntegrity(r, doc.Inner); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // Canonical returns the RFC 8785 JCS bytes of the ref: the bytes its
@@ -484,14 +461,16 @@ func (r *Ref) Canonical() ([]byte, error) {
 	return out, nil
 }
 
-// SignRef signs the ref with each key and returns the SnapshotRef file's
-// bytes: envmanifest.Sign("ref", JCS(ref), keys...) (DESIGN "Signed
-// documents": keys sorted, 2-space indentation, final newline). It fails
-// when no key is given or a key is not a 64-byte Ed25519 private key.
-func SignRef(r *Ref, keys ...ed25519.PrivateKey) ([]byte, error) {
+// SignRef signs the ref with each signer and returns the SnapshotRef
+// file's bytes: envelope.Sign("ref", JCS(ref), signers...) (docs/design.md
+// "Signed documents": keys sorted, 2-space indentation, final newline). A
+// signer is any crypto.Signer holding an Ed25519 key (an
+// ed25519.PrivateKey, a KMS, an HSM). It fails when no signer is given or
+// a signer does not sign with Ed25519.
+func SignRef(r *Ref, signers ...crypto.Signer) ([]byte, error) {
 	canonical, err := r.Canonical()
 	if err != nil {
 		return nil, err
 	}
-	return envmanifest.Sign(envmanifest.SignedMemberRef, canonical, keys...)
+	return envelope.Sign(envelope.MemberRef, canonical, signers...)
 }

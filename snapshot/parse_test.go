@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -44,7 +45,7 @@ func editRef(t *testing.T, base string, pairs ...string) []byte {
 		}
 		canonical = strings.Replace(canonical, pairs[i], pairs[i+1], 1)
 	}
-	priv, err := envmanifest.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+	priv, err := envelope.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func editRef(t *testing.T, base string, pairs ...string) []byte {
 	if err != nil {
 		t.Fatalf("edited ref does not parse: %v", err)
 	}
-	file, err := envmanifest.Sign("ref", doc.Canonical, priv)
+	file, err := envelope.Sign("ref", doc.Canonical, priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +138,13 @@ func TestOpenRefOrder(t *testing.T) {
 	file := readTestdata(t, "minimal.ref.json")
 	// Check 1 before check 2: a file that does not parse is refused even
 	// with an empty key ring.
-	if _, err := OpenRef([]byte(`{"ref":{},"signatures":[],"x":1}`), envmanifest.NewKeyRing()); !isRefused(err) {
+	if _, err := OpenRef([]byte(`{"ref":{},"signatures":[],"x":1}`), envelope.NewKeyRing()); !isRefused(err) {
 		t.Fatalf("unparsable: err = %v", err)
 	}
 	// Check 2 before check 3: an untrusted signer is refused before the
 	// schema is looked at.
 	other, _, _ := ed25519.GenerateKey(nil)
-	if _, err := OpenRef(file, envmanifest.NewKeyRing(other)); !errors.Is(err, envmanifest.ErrSignature) {
+	if _, err := OpenRef(file, envelope.NewKeyRing(other)); !errors.Is(err, envelope.ErrSignature) {
 		t.Fatalf("untrusted: err = %v", err)
 	}
 	// A byte of the signed document changed without re-signing.
@@ -151,7 +152,7 @@ func TestOpenRefOrder(t *testing.T) {
 	if bytes.Equal(edited, file) {
 		t.Fatal("edit did not apply")
 	}
-	if _, err := OpenRef(edited, testKey(t)); !errors.Is(err, envmanifest.ErrSignature) {
+	if _, err := OpenRef(edited, testKey(t)); !errors.Is(err, envelope.ErrSignature) {
 		t.Fatalf("edited: err = %v", err)
 	}
 	// A bad schema under a valid signature is check 3 (refused), not 6.
@@ -163,4 +164,56 @@ func TestOpenRefOrder(t *testing.T) {
 func isRefused(err error) bool {
 	var re *envmanifest.RefusedError
 	return errors.As(err, &re)
+}
+
+// TestOpenRefSteps: every refusal of OpenRef is an *OpenError naming the
+// step that failed and what the steps before it established; a verified
+// ref carries its provenance; OpenRefUnsafe skips only the signature.
+func TestOpenRefSteps(t *testing.T) {
+	trust := testKey(t)
+	file := readTestdata(t, "minimal.ref.json")
+	other, _, _ := ed25519.GenerateKey(nil)
+	for _, tc := range []struct {
+		name       string
+		file       []byte
+		trust      *envelope.KeyRing
+		step       string
+		signatures int
+		signedBy   int
+	}{
+		{"parse", []byte(`{"ref":`), trust, StepParse, 0, 0},
+		{"signature", file, envelope.NewKeyRing(other), StepSignature, 1, 0},
+		{"schema", editRef(t, "minimal", `"run":"r.1_x-2"`, `"run":"R"`), trust, StepSchema, 1, 1},
+		{"integrity", editRef(t, "minimal", `"pinned":false`, `"pinned":true`), trust, StepIntegrity, 1, 1},
+	} {
+		_, err := OpenRef(tc.file, tc.trust)
+		var oe *OpenError
+		if !errors.As(err, &oe) || oe.Step != tc.step {
+			t.Errorf("%s: err = %#v, want an *OpenError at %s", tc.name, err, tc.step)
+			continue
+		}
+		if oe.Provenance.Signatures != tc.signatures || len(oe.Provenance.SignedBy) != tc.signedBy || oe.Error() != oe.Err.Error() {
+			t.Errorf("%s: provenance %+v, message %q", tc.name, oe.Provenance, oe.Error())
+		}
+	}
+	r, err := OpenRef(file, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Provenance(); p.Signatures != 1 || len(p.SignedBy) != 1 || p.SignedBy[0] != trust.KeyIDs()[0] {
+		t.Errorf("provenance %+v", p)
+	}
+	// Unsafe: no key ring at all, and a signature that would not verify.
+	unsigned := bytes.Replace(file, []byte(`"sig": "`), []byte(`"sig": "AAAA`), 1)
+	u, err := OpenRefUnsafe(unsigned)
+	if err != nil || u.Run != r.Run || u.Provenance().SignedBy != nil {
+		t.Fatalf("OpenRefUnsafe = %+v, %v", u, err)
+	}
+	if _, err := OpenRef(unsigned, trust); !errors.Is(err, envelope.ErrSignature) {
+		t.Fatalf("OpenRef of the same file: %v, want ErrSignature", err)
+	}
+	var oe *OpenError
+	if _, err := OpenRefUnsafe(editRef(t, "minimal", `"pinned":false`, `"pinned":true`)); !errors.As(err, &oe) || oe.Step != StepIntegrity {
+		t.Fatalf("OpenRefUnsafe of a tampered ref: %v", err)
+	}
 }

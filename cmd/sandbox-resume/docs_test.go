@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra/doc"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
@@ -26,7 +27,7 @@ const docsDir = "../../docs"
 // TestDocs generates the reference docs (DESIGN "CLI contract"; issue 9
 // item 4) into a temporary directory and fails when docs/ differs: the CLI
 // reference from the cobra command tree (cobra/doc), the exit-code table
-// from resume.ExitCodes, the property class table from
+// from exitcode.Codes, the property class table from
 // envmanifest.Properties and the reserved-environment list from
 // envmanifest.DefaultReservedEnv. With -update it rewrites docs/ instead.
 func TestDocs(t *testing.T) {
@@ -96,7 +97,7 @@ func isGenerated(name string) bool {
 // generated tables hold every row of their source, so a generator that
 // silently drops rows fails.
 func TestDocsFollowTables(t *testing.T) {
-	for _, e := range resume.ExitCodes {
+	for _, e := range exitcode.Codes {
 		if !strings.Contains(exitCodesDoc(), fmt.Sprintf("| %d | %s |", e.Code, mdCell(e.Meaning))) {
 			t.Errorf("exit-codes.md lacks code %d", e.Code)
 		}
@@ -143,23 +144,19 @@ func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func exitCodesDoc() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, generatedNote, "resume.ExitCodes and resume.Class.ExitCode")
+	fmt.Fprintf(&b, generatedNote, "internal/exitcode (Codes and Class.Code)")
 	b.WriteString("# Exit codes\n\n")
 	b.WriteString("Every `sandbox-resume` command exits with one of these codes (DESIGN \"CLI contract\"). " +
 		"Under `--output json` a failure that is not a verdict prints `{\"error\": {\"class\", \"message\", \"refusals\"?}}` on stdout.\n\n")
 	b.WriteString("| code | meaning |\n|---|---|\n")
-	for _, e := range resume.ExitCodes {
+	for _, e := range exitcode.Codes {
 		fmt.Fprintf(&b, "| %d | %s |\n", e.Code, mdCell(e.Meaning))
 	}
 	b.WriteString("\n## Resume verdict classes\n\n")
 	b.WriteString("`resume` reports the class of the first failing check in its verdict (`class`, `null` when accepted) and exits with its code.\n\n")
 	b.WriteString("| class | exit |\n|---|---|\n")
-	for _, c := range []resume.Class{
-		resume.ClassBadInput, resume.ClassUntrusted, resume.ClassTampered, resume.ClassManifestMismatch,
-		resume.ClassUnpinnedCrossHost, resume.ClassImageUnresolved, resume.ClassImageDrifted,
-		resume.ClassSnapshotMissing, resume.ClassClaimConflict, resume.ClassInternal,
-	} {
-		fmt.Fprintf(&b, "| `%s` | %d |\n", c, c.ExitCode())
+	for _, c := range exitcode.VerdictClasses {
+		fmt.Fprintf(&b, "| `%s` | %d |\n", c, c.Code())
 	}
 	b.WriteString("\nThe checks run in this order: ")
 	for i, n := range resume.CheckNames {

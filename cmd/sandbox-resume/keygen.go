@@ -1,11 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // newKeygenCmd is `keygen --out PREFIX [--force]` (DESIGN "CLI contract"):
@@ -22,15 +23,18 @@ func newKeygenCmd(g *globalOptions) *cobra.Command {
 			if out == "" {
 				return usageErrorf("keygen: --out PREFIX is required")
 			}
-			pubPath, keyPath, err := envmanifest.WriteKeyPair(out, force)
+			pubPath, keyPath, err := envelope.WriteKeyPair(out, force)
+			if errors.Is(err, envelope.ErrKeyExists) {
+				return fmt.Errorf("%w (use --force to overwrite)", err)
+			}
 			if err != nil {
 				return err
 			}
-			pub, err := envmanifest.LoadPublicKey(pubPath)
+			pub, err := envelope.LoadPublicKey(pubPath)
 			if err != nil {
 				return err
 			}
-			keyid := envmanifest.KeyID(pub)
+			keyid := envelope.KeyID(pub)
 			if g.output == outputJSON {
 				writeJSON(cmd.OutOrStdout(), map[string]string{"key": keyPath, "pub": pubPath, "keyid": keyid})
 				return nil

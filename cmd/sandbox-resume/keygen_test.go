@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
 // sigRun runs the CLI in process and returns its exit code, stdout and stderr.
@@ -27,18 +27,18 @@ func TestKeygenCmd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("keygen: exit %d: %s", code, stderr)
 	}
-	priv, err := envmanifest.LoadPrivateKey(prefix + ".key")
+	priv, err := envelope.LoadPrivateKey(prefix + ".key")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := envmanifest.LoadPublicKey(prefix + ".pub")
+	pub, err := envelope.LoadPublicKey(prefix + ".pub")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !pub.Equal(priv.Public()) {
 		t.Fatal("pub is not the key's public half")
 	}
-	if !strings.Contains(out, envmanifest.KeyID(pub)) {
+	if !strings.Contains(out, envelope.KeyID(pub)) {
 		t.Fatalf("keygen output lacks the keyid:\n%s", out)
 	}
 	if fi, _ := os.Stat(prefix + ".key"); fi.Mode().Perm() != 0o600 {
@@ -54,7 +54,7 @@ func TestKeygenCmd(t *testing.T) {
 	var je struct {
 		Error struct{ Class, Message string } `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(out), &je); err != nil || je.Error.Class != "refused" || !strings.Contains(je.Error.Message, prefix+".key") {
+	if err := json.Unmarshal([]byte(out), &je); err != nil || je.Error.Class != "refused" || !strings.Contains(je.Error.Message, prefix+".key") || !strings.Contains(je.Error.Message, "--force") {
 		t.Fatalf("error output %q (%v)", out, err)
 	}
 	if after, _ := os.ReadFile(prefix + ".key"); !bytes.Equal(before, after) {
@@ -70,11 +70,11 @@ func TestKeygenCmd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	pub2, err := envmanifest.LoadPublicKey(res.Pub)
+	pub2, err := envelope.LoadPublicKey(res.Pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.KeyID != envmanifest.KeyID(pub2) || res.Key != prefix+".key" || pub2.Equal(pub) {
+	if res.KeyID != envelope.KeyID(pub2) || res.Key != prefix+".key" || pub2.Equal(pub) {
 		t.Fatalf("keygen --force result %+v", res)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // manifestOutput is the `manifest --output json` object (DESIGN "CLI
@@ -54,7 +55,7 @@ extends it (--policy FILE), or none (--policy none).`,
 			opts := envmanifest.Options{Lockfile: lockfile, Reserved: reserved}
 			var m *envmanifest.Manifest
 			if args[0] == "-" {
-				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), envmanifest.MaxInputBytes+1))
+				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), strictjson.MaxInputBytes+1))
 				if rerr != nil {
 					return fmt.Errorf("read stdin: %w", rerr)
 				}

@@ -72,8 +72,8 @@ claim stays after a resume: a second resume of the run is 8.`,
 			} else {
 				writeVerdictText(cmd.OutOrStdout(), v)
 			}
-			if v.ExitCode != resume.ExitOK {
-				return &exitError{code: v.ExitCode, class: string(v.Class)}
+			if !v.Accepted {
+				return &exitError{class: v.Class}
 			}
 			return nil
 		},

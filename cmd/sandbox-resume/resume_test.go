@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
@@ -26,7 +28,7 @@ func resumeFiles(t *testing.T) (ref, cfg, pub string) {
 	t.Helper()
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "k")
-	if _, _, err := envmanifest.WriteKeyPair(prefix, false); err != nil {
+	if _, _, err := envelope.WriteKeyPair(prefix, false); err != nil {
 		t.Fatal(err)
 	}
 	ref = filepath.Join(dir, "ref.json")
@@ -54,7 +56,7 @@ func TestResumeCmdUsage(t *testing.T) {
 		{[]string{"resume", "--check", "--bogus"}, "unknown flag"},
 	} {
 		code, out, stderr := resumeRun(t, tt.args...)
-		if code != resume.ExitUsage || !strings.Contains(stderr, tt.want) || out != "" {
+		if code != exitcode.Usage || !strings.Contains(stderr, tt.want) || out != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 64 and %q", tt.args, code, out, stderr, tt.want)
 		}
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
@@ -102,35 +103,16 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// exitError carries an exit code and class decided by a library verdict, for
-// failures the command has already reported.
+// exitError carries the class decided by a library verdict, for failures
+// the command has already reported (err nil) or that the library's own
+// errors do not classify; the exit code is class.Code().
 type exitError struct {
-	code  int
-	class string
+	class exitcode.Class
 	err   error
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
-
-// classify maps an error to its exit code and JSON error class.
-func classify(err error) (int, string) {
-	var ue *usageError
-	var ee *exitError
-	var re *envmanifest.RefusedError
-	switch {
-	case errors.As(err, &ue):
-		return resume.ExitUsage, "usage"
-	case errors.As(err, &ee):
-		return ee.code, ee.class
-	case errors.As(err, &re):
-		return resume.ExitRefused, "refused"
-	}
-	if code, class, ok := resume.Classify(err); ok {
-		return code, class
-	}
-	return resume.ExitInternal, "internal"
-}
 
 // run executes the CLI and returns the process exit code. A failure under
 // --output json prints exactly one {"error": …} object on stdout.
@@ -143,15 +125,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return resume.ExitOK
+		return exitcode.OK
 	}
-	code, class := classify(err)
+	class := classify(err)
+	code := class.Code()
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err == nil {
 		return code // already reported in full (a verdict)
 	}
 	if g.output == outputJSON || jsonRequested(args) {
-		writeJSONError(stdout, class, err)
+		writeJSONError(stdout, string(class), err)
 	} else {
 		fmt.Fprintf(stderr, "sandbox-resume: %v\n", err)
 	}
@@ -208,7 +191,7 @@ func (g *globalOptions) connect(ctx context.Context) (*containerd.Runtime, error
 // loaded (exit 2, class "bad-input"; DESIGN "CLI contract": a file that
 // does not exist is 2).
 func badInput(err error) error {
-	return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+	return &exitError{class: exitcode.ClassBadInput, err: err}
 }
 
 // readInput reads a file named on the command line; failures are badInput.
@@ -221,8 +204,8 @@ func readInput(path string) ([]byte, error) {
 }
 
 // loadTrust loads the trusted keys of --trust; failures are badInput.
-func loadTrust(path string) (*envmanifest.KeyRing, error) {
-	trust, err := envmanifest.LoadTrust(path)
+func loadTrust(path string) (*envelope.KeyRing, error) {
+	trust, err := envelope.LoadTrust(path)
 	if err != nil {
 		return nil, badInput(err)
 	}

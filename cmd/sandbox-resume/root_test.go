@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 )
 
 // TestJSONUsageErrors: under --output json every usage error, wherever
@@ -33,7 +33,7 @@ func TestJSONUsageErrors(t *testing.T) {
 		if err == nil && dec.More() {
 			err = errors.New("more than one JSON value on stdout")
 		}
-		if code != resume.ExitUsage || err != nil || obj.Error == nil || obj.Error.Class != "usage" || obj.Error.Message == "" {
+		if code != exitcode.Usage || err != nil || obj.Error == nil || obj.Error.Class != "usage" || obj.Error.Message == "" {
 			t.Errorf("%q: exit %d, stdout %q (%v), stderr %q; want 64 and one usage error object", args, code, out, err, stderr)
 		}
 	}
@@ -43,7 +43,7 @@ func TestJSONUsageErrors(t *testing.T) {
 // mode too, naming the command on stderr.
 func TestUnknownCommandText(t *testing.T) {
 	code, out, stderr := resumeRun(t, "nosuch")
-	if code != resume.ExitUsage || out != "" || !strings.Contains(stderr, `"nosuch"`) {
+	if code != exitcode.Usage || out != "" || !strings.Contains(stderr, `"nosuch"`) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 64 naming \"nosuch\"", code, out, stderr)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -19,7 +20,7 @@ func newSignCmd(g *globalOptions) *cobra.Command {
 			if keyPath == "" {
 				return usageErrorf("sign: --key K is required")
 			}
-			key, err := envmanifest.LoadPrivateKey(keyPath)
+			key, err := envelope.LoadPrivateKey(keyPath)
 			if err != nil {
 				return err
 			}

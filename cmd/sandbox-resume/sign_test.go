@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -12,7 +13,7 @@ import (
 func sigKeygen(t *testing.T, dir, name string) string {
 	t.Helper()
 	prefix := filepath.Join(dir, name)
-	if _, _, err := envmanifest.WriteKeyPair(prefix, false); err != nil {
+	if _, _, err := envelope.WriteKeyPair(prefix, false); err != nil {
 		t.Fatal(err)
 	}
 	return prefix
@@ -47,7 +48,7 @@ func TestSignCmd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(key + ".pub")
+	trust, err := envelope.LoadTrust(key + ".pub")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestSignCmd(t *testing.T) {
 		t.Fatalf("signed address %s, ingestion gives %s", vm.Address, m.Address)
 	}
 	// The printed file is exactly Sign's serialization (sorted, indented).
-	doc, err := envmanifest.ParseSigned([]byte(out), envmanifest.SignedMemberManifest)
+	doc, err := envmanifest.ParseSigned([]byte(out), envelope.MemberManifest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,16 @@
 package main
 
 import (
-	"crypto/ed25519"
+	"crypto"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 // suspendOptions are the flags of `suspend` (DESIGN "Suspend").
@@ -19,7 +21,7 @@ type suspendOptions struct {
 
 // newSuspendCmd is `suspend --container ID --config PATH --key K [--run ID]
 // [--out ref.json] [--keep-running] [--lockfile F] [--policy P]` (DESIGN
-// "Suspend"): snapshot.Suspend against the daemon at --address in
+// "Suspend"): suspend.Run against the daemon at --address in
 // --namespace. It prints a summary, or with --output json the signed ref.
 func newSuspendCmd(g *globalOptions) *cobra.Command {
 	var o suspendOptions
@@ -48,13 +50,13 @@ Rerunning with the same --run completes an interrupted suspend.`,
 			if o.run != "" && !snapshot.ValidRunID(o.run) {
 				return usageErrorf("suspend: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", o.run, snapshot.MaxRunIDLen)
 			}
-			key, err := envmanifest.LoadPrivateKey(o.key)
+			key, err := envelope.LoadPrivateKey(o.key)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+				return &exitError{class: exitcode.ClassBadInput, err: err}
 			}
 			policy, err := envmanifest.LoadPolicy(o.policy)
 			if err != nil {
-				return &exitError{code: resume.ExitRefused, class: string(resume.ClassBadInput), err: err}
+				return &exitError{class: exitcode.ClassBadInput, err: err}
 			}
 			ctx := cmd.Context()
 			rt, err := g.connect(ctx)
@@ -62,9 +64,9 @@ Rerunning with the same --run completes an interrupted suspend.`,
 				return err
 			}
 			defer rt.Close()
-			res, err := snapshot.Suspend(ctx, rt, snapshot.SuspendRequest{
+			res, err := suspend.Run(ctx, rt, suspend.Request{
 				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy,
-				Run: o.run, Keys: []ed25519.PrivateKey{key}, Out: o.out, KeepRunning: o.keepRunning,
+				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning,
 			})
 			if err != nil {
 				return err

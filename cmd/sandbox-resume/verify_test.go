@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -40,11 +41,11 @@ func TestVerifyCmd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
 		t.Fatalf("verify --output json: exit %d, %q (%v)", code, out, err)
 	}
-	pub, _ := envmanifest.LoadPublicKey(key + ".pub")
+	pub, _ := envelope.LoadPublicKey(key + ".pub")
 	if res["address"] != m.Address || res["pinned"] != false || res["imagePinned"] != false || len(res) != 4 {
 		t.Fatalf("verify json %v", res)
 	}
-	if ids, _ := res["keyids"].([]any); len(ids) != 1 || ids[0] != envmanifest.KeyID(pub) {
+	if ids, _ := res["keyids"].([]any); len(ids) != 1 || ids[0] != envelope.KeyID(pub) {
 		t.Fatalf("keyids %v", res["keyids"])
 	}
 
@@ -77,11 +78,11 @@ func TestVerifyCmd(t *testing.T) {
 		}
 		return p
 	}
-	priv, err := envmanifest.LoadPrivateKey(key + ".key")
+	priv, err := envelope.LoadPrivateKey(key + ".key")
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra, err := envmanifest.Sign(envmanifest.SignedMemberManifest, []byte(`{"extra":1,"image":"docker.io/library/debian:12","schema":"sandbox.env-manifest/1"}`), priv)
+	extra, err := envelope.Sign(envelope.MemberManifest, []byte(`{"extra":1,"image":"docker.io/library/debian:12","schema":"sandbox.env-manifest/1"}`), priv)
 	if err != nil {
 		t.Fatal(err)
 	}

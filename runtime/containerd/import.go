@@ -13,7 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -73,7 +73,7 @@ type ImportResult struct {
 // With WithProgress the archive bytes read are reported in the phases
 // "scan" (step 1) and "import" (step 3), each with the archive's size as
 // total, then "verify diff" (total -1) for step 4.
-func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifest.KeyRing, opts ...MoveOption) (*ImportResult, error) {
+func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envelope.KeyRing, opts ...MoveOption) (*ImportResult, error) {
 	o := collectMoveOptions(opts)
 	if _, ok := o.progress.(noProgress); !ok {
 		size, err := f.Seek(0, io.SeekEnd)
@@ -150,7 +150,7 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envmanifes
 // ImportFile is Import (with its options) of the archive at path; with out non-empty the
 // verified ref file's exact bytes are then written to out atomically
 // (internal/atomicfile). Its fault points are listed at Import.
-func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envmanifest.KeyRing, out string, opts ...MoveOption) (*ImportResult, error) {
+func (r *Runtime) ImportFile(ctx context.Context, path string, trust *envelope.KeyRing, out string, opts ...MoveOption) (*ImportResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: %w", path, err)

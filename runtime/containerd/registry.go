@@ -17,7 +17,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -207,7 +207,7 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 // With WithProgress the bytes fetched are reported in the phases "pull"
 // (total: the layer's size), "verify diff" (-1), and "pull base" (-1) when
 // the base is fetched.
-func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envmanifest.KeyRing, plainHTTP bool, opts ...MoveOption) (*PullResult, error) {
+func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envelope.KeyRing, plainHTTP bool, opts ...MoveOption) (*PullResult, error) {
 	o := collectMoveOptions(opts)
 	src := source.Named.String()
 	resolver := newResolver(plainHTTP)

@@ -26,7 +26,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
@@ -538,7 +538,7 @@ func TestDaemonKilledBetweenSuspendAndResume(t *testing.T) {
 	if err := os.WriteFile(drifted, []byte(`{"image": "busybox:1", "name": "suspend test", "containerEnv": {"A": "1"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	other, _, err := envmanifest.WriteKeyPair(filepath.Join(t.TempDir(), "other"), false)
+	other, _, err := envelope.WriteKeyPair(filepath.Join(t.TempDir(), "other"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -57,7 +57,7 @@ func suspendRun(t *testing.T, d *harness.Daemon, run string) *suspendedRun {
 	if err := os.WriteFile(cfg, []byte(materializeConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pub, key, err := envmanifest.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	pub, key, err := envelope.WriteKeyPair(filepath.Join(dir, "signer"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(s.pub)
+	trust, err := envelope.LoadTrust(s.pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref.RootfsDiff.DiffID = digest.FromString("not the diff")
-	k, err := envmanifest.LoadPrivateKey(s.key)
+	k, err := envelope.LoadPrivateKey(s.key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -65,11 +65,11 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 	if err := os.WriteFile(cfg, []byte(`{"image": "busybox:1", "name": "bench"}`), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	pub, key, err := envmanifest.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	pub, key, err := envelope.WriteKeyPair(filepath.Join(dir, "signer"), false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(pub)
+	trust, err := envelope.LoadTrust(pub)
 	if err != nil {
 		b.Fatal(err)
 	}

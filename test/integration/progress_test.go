@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -68,7 +68,7 @@ func TestMoveProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(s.pub)
+	trust, err := envelope.LoadTrust(s.pub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -396,7 +396,7 @@ func TestResumeFaultTrials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(s.pub)
+	trust, err := envelope.LoadTrust(s.pub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -116,12 +118,12 @@ func suspend(t testing.TB, d *harness.Daemon, config string) *suspended {
 	writeDiff(t, d, d.Namespace, run, s.diff)
 
 	prefix := filepath.Join(s.dir, "signer")
-	pub, keyPath, err := envmanifest.WriteKeyPair(prefix, false)
+	pub, keyPath, err := envelope.WriteKeyPair(prefix, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.pub = pub
-	if s.key, err = envmanifest.LoadPrivateKey(keyPath); err != nil {
+	if s.key, err = envelope.LoadPrivateKey(keyPath); err != nil {
 		t.Fatal(err)
 	}
 	s.refPath = filepath.Join(s.dir, "ref.json")
@@ -242,7 +244,7 @@ func TestResumeCheckSameHost(t *testing.T) {
 	})
 	t.Run("untrusted key", func(t *testing.T) {
 		other := filepath.Join(t.TempDir(), "other")
-		pub, _, err := envmanifest.WriteKeyPair(other, false)
+		pub, _, err := envelope.WriteKeyPair(other, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,11 +372,11 @@ func TestResumeBitFlips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, err := snapshot.ParseRefFile(file)
+	orig, err := envelope.Parse(file, envelope.MemberRef)
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(s.pub)
+	trust, err := envelope.LoadTrust(s.pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,19 +392,19 @@ func TestResumeBitFlips(t *testing.T) {
 			v := resume.Decide(c, r, r, req)
 			counts[v.ExitCode]++
 			same := false
-			if doc, err := snapshot.ParseRefFile(flipped); err == nil && doc.Verify(trust) == nil && bytes.Equal(doc.Canonical, orig.Canonical) {
+			if doc, err := envelope.Parse(flipped, envelope.MemberRef); err == nil && doc.Verify(trust) == nil && bytes.Equal(doc.Canonical, orig.Canonical) {
 				same = true
 			}
 			switch {
 			case same && v.ExitCode != 0:
 				t.Errorf("byte %d bit %d: the same inner object refused: %s %s", i, bit, v.Class, v.Failed().Detail)
-			case !same && v.ExitCode != resume.ExitRefused && v.ExitCode != resume.ExitUntrusted:
+			case !same && v.ExitCode != exitcode.Refused && v.ExitCode != exitcode.Untrusted:
 				t.Errorf("byte %d bit %d: exit %d (%s), want 2 or 6", i, bit, v.ExitCode, v.Class)
 			}
 		}
 	}
 	t.Logf("%d flips: exit codes %v", len(file)*8, counts)
-	if counts[resume.ExitUntrusted] == 0 || counts[resume.ExitRefused] == 0 {
+	if counts[exitcode.Untrusted] == 0 || counts[exitcode.Refused] == 0 {
 		t.Errorf("flips did not reach both refusals: %v", counts)
 	}
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/capturertest"
@@ -161,7 +161,7 @@ func runCLI(t testing.TB, d *harness.Daemon, args ...string) (string, int) {
 
 type suspendEnv struct {
 	dir, cfg, key string
-	trust         *envmanifest.KeyRing
+	trust         *envelope.KeyRing
 }
 
 func newSuspendEnv(t testing.TB, image string) suspendEnv {
@@ -171,11 +171,11 @@ func newSuspendEnv(t testing.TB, image string) suspendEnv {
 	if err := os.WriteFile(cfg, []byte(`{"image": "`+image+`", "name": "suspend test"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pub, key, err := envmanifest.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	pub, key, err := envelope.WriteKeyPair(filepath.Join(dir, "signer"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envmanifest.LoadTrust(pub)
+	trust, err := envelope.LoadTrust(pub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package envmanifest
+package envelope
 
 import (
 	"bytes"

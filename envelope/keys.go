@@ -1,4 +1,4 @@
-package envmanifest
+package envelope
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 )
 
 // KeyIDPrefix starts every key identifier: "ed25519:" + 64 lowercase hex
-// (DESIGN "Signed documents").
+// (docs/design.md "Signed documents").
 const KeyIDPrefix = "ed25519:"
 
 // PEM block types of the key files (RFC 7468 §10 and §13): a PKCS#8
@@ -34,13 +34,13 @@ const (
 )
 
 // ErrKeyExists is returned (wrapped, with the file name) by WriteKeyPair
-// when PREFIX.key or PREFIX.pub already exists and force is false. The CLI
-// maps it to exit 2 (DESIGN "CLI contract": keygen).
+// when PREFIX.key or PREFIX.pub already exists and force is false. Its
+// class is "refused" (internal/exitcode).
 var ErrKeyExists = errors.New("key file already exists")
 
 // KeyID returns the identifier of an Ed25519 public key: "ed25519:" + the
 // lowercase hex SHA-256 of the key's PKIX (SubjectPublicKeyInfo) DER
-// encoding (DESIGN "Signed documents"). pub must be 32 bytes; a key of
+// encoding (docs/design.md "Signed documents"). pub must be 32 bytes; a key of
 // another length yields "" (it cannot be marshalled).
 func KeyID(pub ed25519.PublicKey) string {
 	if len(pub) != ed25519.PublicKeySize {
@@ -267,7 +267,7 @@ func WriteKeyPair(prefix string, force bool) (pubPath, keyPath string, err error
 	if !force {
 		for _, p := range []string{keyPath, pubPath} {
 			if _, err := os.Lstat(p); err == nil {
-				return "", "", fmt.Errorf("keygen: %s: %w (use --force to overwrite): %w", p, ErrKeyExists, fs.ErrExist)
+				return "", "", fmt.Errorf("keygen: %s: %w: %w", p, ErrKeyExists, fs.ErrExist)
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				return "", "", fmt.Errorf("keygen: %w", err)
 			}
@@ -310,7 +310,7 @@ func writeKeyFile(path string, data []byte, mode os.FileMode, force bool) error 
 		return nil
 	})
 	if errors.Is(err, fs.ErrExist) && !force {
-		return fmt.Errorf("keygen: %s: %w (use --force to overwrite): %w", path, ErrKeyExists, fs.ErrExist)
+		return fmt.Errorf("keygen: %s: %w: %w", path, ErrKeyExists, fs.ErrExist)
 	}
 	if err != nil {
 		return fmt.Errorf("keygen: %w", err)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
+)
+
+// sentinelClasses maps the sentinel errors of the libraries to their
+// classes (internal/exitcode), checked in this order with errors.Is: the
+// first that err wraps decides.
+var sentinelClasses = []struct {
+	err   error
+	class exitcode.Class
+}{
+	{envelope.ErrSignature, exitcode.ClassUntrusted},
+	{envelope.ErrKeyExists, exitcode.ClassRefused},
+	{snapshot.ErrTampered, exitcode.ClassTampered},
+	{suspend.ErrMismatch, exitcode.ClassManifestMismatch},
+	{snapshot.ErrImageUnresolved, exitcode.ClassImageUnresolved},
+	{suspend.ErrContainerNotFound, exitcode.ClassBadInput},
+	{snapshot.ErrRunNotFound, exitcode.ClassBadInput},
+	{suspend.ErrRunConflict, exitcode.ClassClaimConflict},
+	{snapshot.ErrArtifactRefused, exitcode.ClassBadInput},
+	{snapshot.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
+	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
+	{snapshot.ErrInvalidRun, exitcode.ClassUsage},
+	// A config (or other input) file that does not exist is refused input.
+	{fs.ErrNotExist, exitcode.ClassBadInput},
+}
+
+// classify maps an error to its class; its exit code is Class.Code. In
+// order: a command-line mistake is usage; a failure a command already
+// classified keeps its class; a document that does not ingest is refused;
+// a failed check of resume has the check's class; an unreadable input file
+// is bad-input; then the first of sentinelClasses that err wraps; anything
+// else is internal.
+func classify(err error) exitcode.Class {
+	var ue *usageError
+	var ee *exitError
+	var re *envmanifest.RefusedError
+	var ce *resume.CheckError
+	var ie *resume.InputError
+	switch {
+	case errors.As(err, &ue):
+		return exitcode.ClassUsage
+	case errors.As(err, &ee):
+		return ee.class
+	case errors.As(err, &re):
+		return exitcode.ClassRefused
+	case errors.As(err, &ce):
+		return ce.Class
+	case errors.As(err, &ie):
+		return exitcode.ClassBadInput
+	}
+	for _, s := range sentinelClasses {
+		if errors.Is(err, s.err) {
+			return s.class
+		}
+	}
+	return exitcode.ClassInternal
+}

@@ -1,0 +1,118 @@
+// Package exitcode is the one table of sandbox-resume's error classes and
+// exit codes (docs/design.md "CLI contract"): the class names a verdict's
+// "class" and every other command's "error.class" carry under --output
+// json, and the exit code of each.
+//
+// Library packages never return exit codes or name flags: their errors
+// carry classes (sentinel errors, github.com/containerd/errdefs classes),
+// and the CLI maps those to a Class here. resume's verdict uses the
+// classes directly. docs/exit-codes.md and the verdict schema are generated
+// from Codes and Class.Code.
+package exitcode
+
+// Exit codes of the sandbox-resume CLI.
+const (
+	OK        = 0  // ok / resume accepted
+	Internal  = 1  // internal or daemon error
+	Refused   = 2  // refused input: devcontainer.json, lockfile, SnapshotRef or archive does not ingest
+	Mismatch  = 3  // manifest mismatch (drift); at suspend, the declaration does not describe the container
+	CrossHost = 4  // unpinned cross-host claim
+	Image     = 5  // image unresolved or drifted in the content store
+	Untrusted = 6  // signature missing, invalid or untrusted; or ref tampered
+	Snapshot  = 7  // snapshot content missing or corrupt
+	Claim     = 8  // claim conflict: the run is being or was resumed, or the container id exists
+	Usage     = 64 // usage error
+)
+
+// CodeInfo documents one exit code: the code and what it means, for people.
+type CodeInfo struct {
+	Code    int
+	Meaning string
+}
+
+// Codes lists every exit code with its meaning, in ascending order.
+var Codes = []CodeInfo{
+	{OK, "ok / resume accepted"},
+	{Internal, "internal or daemon error"},
+	{Refused, "refused input: devcontainer.json, lockfile, SnapshotRef or archive does not ingest (also a config file or container that does not exist)"},
+	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container"},
+	{CrossHost, "unpinned cross-host claim"},
+	{Image, "image unresolved or drifted in the content store"},
+	{Untrusted, "signature missing, invalid or untrusted; or ref tampered"},
+	{Snapshot, "snapshot content missing or corrupt"},
+	{Claim, "claim conflict: the run is being or was resumed, or the container id exists"},
+	{Usage, "usage error"},
+}
+
+// Class names why a command failed or a resume was refused. The strings
+// are part of the JSON contract and never change.
+type Class string
+
+// The classes, with their exit codes (Class.Code).
+const (
+	// ClassInternal: an internal or daemon error, or a fact that could not
+	// be established (1).
+	ClassInternal Class = "internal"
+	// ClassRefused: a devcontainer.json or lockfile that does not ingest
+	// outside a verdict, with its refusals; an existing key file (2).
+	ClassRefused Class = "refused"
+	// ClassBadInput: any other input that cannot be used: a missing file
+	// or container, a ref or archive that does not decode; verdict checks
+	// 1, 3 and 5 (2).
+	ClassBadInput Class = "bad-input"
+	// ClassManifestMismatch: verdict check 6; at suspend, the declaration
+	// does not describe the container (3).
+	ClassManifestMismatch Class = "manifest-mismatch"
+	// ClassUnpinnedCrossHost: verdict check 7 (4).
+	ClassUnpinnedCrossHost Class = "unpinned-cross-host"
+	// ClassImageUnresolved: verdict check 8; suspend (5).
+	ClassImageUnresolved Class = "image-unresolved"
+	// ClassImageDrifted: verdict check 8 (5).
+	ClassImageDrifted Class = "image-drifted"
+	// ClassUntrusted: a signature missing, invalid or untrusted; verdict
+	// check 2; verify (6).
+	ClassUntrusted Class = "untrusted"
+	// ClassTampered: a ref whose address or pinned flag disagrees with its
+	// core; verdict check 4 (6).
+	ClassTampered Class = "tampered"
+	// ClassSnapshotMissing: snapshot content missing or corrupt; verdict
+	// check 9, materialize, export (7).
+	ClassSnapshotMissing Class = "snapshot-missing"
+	// ClassClaimConflict: verdict check 10; suspend's run id taken; an
+	// existing container id (8).
+	ClassClaimConflict Class = "claim-conflict"
+	// ClassUsage: a command-line mistake, an invalid run id (64).
+	ClassUsage Class = "usage"
+)
+
+// VerdictClasses lists the classes a resume verdict can carry, in the
+// order the documentation lists them.
+var VerdictClasses = []Class{
+	ClassBadInput, ClassUntrusted, ClassTampered, ClassManifestMismatch,
+	ClassUnpinnedCrossHost, ClassImageUnresolved, ClassImageDrifted,
+	ClassSnapshotMissing, ClassClaimConflict, ClassInternal,
+}
+
+// Code returns the exit code of class c; a class not in this table
+// (ClassInternal too) is Internal (1).
+func (c Class) Code() int {
+	switch c {
+	case ClassRefused, ClassBadInput:
+		return Refused
+	case ClassUntrusted, ClassTampered:
+		return Untrusted
+	case ClassManifestMismatch:
+		return Mismatch
+	case ClassUnpinnedCrossHost:
+		return CrossHost
+	case ClassImageUnresolved, ClassImageDrifted:
+		return Image
+	case ClassSnapshotMissing:
+		return Snapshot
+	case ClassClaimConflict:
+		return Claim
+	case ClassUsage:
+		return Usage
+	}
+	return Internal
+}
