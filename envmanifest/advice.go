@@ -3,6 +3,8 @@ package envmanifest
 import (
 	"regexp"
 	"strings"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // FixAction says what `lint --fix` does about a refusal (docs/design.md
@@ -234,7 +236,7 @@ func Advise(r Refusal) LintRefusal { return advise(r, nil) }
 // advise is Advise with the document at hand (root may be nil), which adds
 // what the member itself shows: the default of an image given as
 // ${localEnv:NAME:default}, the ghcr.io id of a GitHub-release feature id.
-func advise(r Refusal, root *Node) LintRefusal {
+func advise(r Refusal, root *strictjson.Node) LintRefusal {
 	rule, _ := adviceFor(r)
 	text := rule.Advice
 	toks := pointerTokens(r.Pointer)
@@ -244,7 +246,7 @@ func advise(r Refusal, root *Node) LintRefusal {
 			text = "did you mean \"" + s.Name + "\" (" + string(s.Class) + ": " + s.Note + ")? " + text
 		}
 	case r.Class == ClassInvalidValue && r.Pointer == "/image":
-		if v := root.Get("image"); v != nil && v.Kind == KindString {
+		if v := root.Get("image"); v != nil && v.Kind == strictjson.KindString {
 			if m := localEnvDefault.FindStringSubmatch(v.Str); m != nil {
 				text = "the variable's default is " + m[1] + ": declare that (or the image you mean) literally. " + text
 			}

@@ -11,6 +11,9 @@ import (
 	"github.com/tailscale/hujson"
 )
 
+// jsoncBOM is the UTF-8 byte order mark Decode strips (one, leading).
+var jsoncBOM = []byte("\xef\xbb\xbf")
+
 // jsoncDoc is a devcontainer.json held as a tailscale/hujson syntax tree,
 // which packs back to the input byte for byte where nothing was changed:
 // lint --fix and pin edit it, so comments and layout outside the edits
@@ -30,8 +33,8 @@ func parseJSONC(data []byte) (*jsoncDoc, error) {
 	if n := bytes.Count(data, []byte("\n")); n > 0 && bytes.Count(data, []byte("\r\n")) == n {
 		d.crlf = true
 	}
-	if bytes.HasPrefix(data, utf8BOM) {
-		data, d.bom = data[len(utf8BOM):], true
+	if bytes.HasPrefix(data, jsoncBOM) {
+		data, d.bom = data[len(jsoncBOM):], true
 	}
 	v, err := hujson.Parse(data)
 	if err != nil {
@@ -60,7 +63,7 @@ func (d *jsoncDoc) pack() []byte {
 		out = bytes.ReplaceAll(bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
 	}
 	if d.bom {
-		out = append(append([]byte{}, utf8BOM...), out...)
+		out = append(append([]byte{}, jsoncBOM...), out...)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // maxFixRounds bounds the rounds of lint --fix (see Lint).
@@ -244,7 +245,7 @@ func writeKeepingMode(path string, data []byte) error {
 // partial manifest (Core.Image set when /image is valid; Excluded), the
 // lockfile read, and every refusal sorted by pointer.
 type docParts struct {
-	root     *Node
+	root     *strictjson.Node
 	m        *Manifest
 	lock     *lockfile
 	refusals []Refusal
@@ -252,7 +253,7 @@ type docParts struct {
 }
 
 func ingestParts(data []byte, opts Options) (*docParts, error) {
-	root, refusals := Decode(data, true)
+	root, refusals := decode(data, true)
 	p := &docParts{root: root, opts: opts}
 	if root == nil {
 		p.refusals = refusals
@@ -293,7 +294,7 @@ type featureSite struct {
 // order (duplicates once).
 func (p *docParts) featureSites() []featureSite {
 	v := p.root.Get("features")
-	if v == nil || v.Kind != KindObject {
+	if v == nil || v.Kind != strictjson.KindObject {
 		return nil
 	}
 	in := &ingester{opts: p.opts, m: &Manifest{}}
@@ -310,7 +311,7 @@ func (p *docParts) featureSites() []featureSite {
 		s.final, s.ok = s.id, ok
 		if ok && s.kind == featureOCI && p.lock != nil {
 			if e := p.lock.features.Get(mem.Name); e != nil {
-				if r := e.Get("resolved"); r != nil && r.Kind == KindString {
+				if r := e.Get("resolved"); r != nil && r.Kind == strictjson.KindString {
 					s.resolved = r.Str
 				}
 			}

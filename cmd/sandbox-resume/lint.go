@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -106,7 +107,7 @@ for a hand edit).`,
 			}
 			var res *envmanifest.LintResult
 			if args[0] == "-" {
-				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), envmanifest.MaxInputBytes+1))
+				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), strictjson.MaxInputBytes+1))
 				if rerr != nil {
 					return fmt.Errorf("read stdin: %w", rerr)
 				}
@@ -115,19 +116,21 @@ for a hand edit).`,
 				res, err = envmanifest.LintFile(ctx, args[0], opts)
 			}
 			if errors.Is(err, envmanifest.ErrImageUnresolved) {
-				return &exitError{code: resume.ExitImage, class: string(resume.ClassImageUnresolved), err: err}
+				return &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
 				return err
 			}
-			out, class := lintReport(res)
+			out := lintReport(res)
 			if g.output == outputJSON {
 				writeJSON(cmd.OutOrStdout(), out)
 			} else {
 				writeLintText(cmd.OutOrStdout(), res)
 			}
 			if !res.OK() {
-				return &exitError{code: resume.ExitRefused, class: class}
+				// Reported in full above; "image-metadata" (2) is only in the
+				// JSON report's error.class until internal/exitcode has it.
+				return &exitError{class: exitcode.ClassRefused}
 			}
 			return nil
 		},
@@ -162,9 +165,9 @@ func inspectImage(rt *containerd.Runtime) envmanifest.ImageInspector {
 	}
 }
 
-// lintReport builds the JSON report and the error class of a result that
-// is not OK ("refused", or "image-metadata" when only the label is refused).
-func lintReport(res *envmanifest.LintResult) (lintOutput, string) {
+// lintReport builds the JSON report; a result that is not OK gets an error
+// of class "refused", or "image-metadata" when only the label is refused.
+func lintReport(res *envmanifest.LintResult) lintOutput {
 	out := lintOutput{
 		Path: res.Source, OK: res.OK(), Refusals: res.Refusals, Image: res.Image,
 		ImageRefusals: res.ImageRefusals, Unpinned: res.Unpinned, Excluded: res.Excluded,
@@ -202,7 +205,7 @@ func lintReport(res *envmanifest.LintResult) (lintOutput, string) {
 		}
 		out.Error = &jsonError{Class: class, Message: msg}
 	}
-	return out, class
+	return out
 }
 
 // fixText says what --fix does about a refusal.

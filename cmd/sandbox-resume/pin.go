@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
@@ -84,7 +84,7 @@ digest yet.`,
 				Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Write: write, Resolve: resolve,
 			})
 			if errors.Is(err, envmanifest.ErrImageUnresolved) {
-				return &exitError{code: resume.ExitImage, class: string(resume.ClassImageUnresolved), err: err}
+				return &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -116,7 +117,7 @@ func TestPinnedResumesAcrossHosts(t *testing.T) {
 	b := harness.Start(t, "pxb")
 	bb := harness.ImportBusybox(t, a, "busybox:1")
 	dir := t.TempDir()
-	pub, key, err := envmanifest.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	pub, key, err := envelope.WriteKeyPair(filepath.Join(dir, "signer"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
