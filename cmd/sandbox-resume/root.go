@@ -82,6 +82,8 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		// one constructor per subcommand, one file each
 		newKeygenCmd(g),
 		newManifestCmd(g),
+		newLintCmd(g),
+		newPinCmd(g),
 		newSignCmd(g),
 		newVerifyCmd(g),
 		newResumeCmd(g),

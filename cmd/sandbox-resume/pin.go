@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+)
+
+// pinOutput is the `pin --output json` object (docs/design.md "CLI
+// contract": address, pinned, changed); "document" is the patched text when
+// it was not written.
+type pinOutput struct {
+	Address  string                `json:"address"`
+	Pinned   bool                  `json:"pinned"`
+	Changed  bool                  `json:"changed"`
+	Edits    []envmanifest.PinEdit `json:"edits"`
+	Written  string                `json:"written,omitempty"`
+	Document *string               `json:"document,omitempty"`
+}
+
+// newPinCmd builds `pin [--lockfile F] [--policy P] [--write] PATH`
+// (docs/design.md "Adoption: lint and pin"): envmanifest.PinFile with the
+// image resolved through containerd at --address in --namespace.
+func newPinCmd(g *globalOptions) *cobra.Command {
+	var lockfile, policy string
+	var write bool
+	cmd := &cobra.Command{
+		Use:   "pin [--lockfile F] [--policy P] [--write] PATH",
+		Short: "Make a devcontainer.json pinned: the image by the digest its name resolves to, features by the lockfile",
+		Long: `Rewrite the image reference to name:tag@sha256:<digest>, the digest its name
+resolves to in the containerd content store (the index digest when the name
+points at an index; a name without a tag gets :latest written out), and each
+OCI feature by tag to its lockfile entry's "resolved" reference exactly (so
+with the lockfile present the features' part of the manifest does not
+change). A feature without a lockfile entry, a tarball or a local feature is
+refused (2), naming it; a name that does not resolve is 5. Comments and
+layout are kept byte for byte outside the changed strings.
+
+It prints the new address and pinned. With --write, PATH is rewritten in
+place (temp file, fsync, rename); without it the patched document goes to
+stdout and the summary to stderr (under --output json: one object with the
+document in "document"). Containerd is asked only when the image carries no
+digest yet.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("pin takes exactly one PATH, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reserved, err := envmanifest.LoadPolicy(policy)
+			if err != nil {
+				return usageErrorf("--policy: %v", err)
+			}
+			ctx := cmd.Context()
+			var rt *containerd.Runtime
+			defer func() {
+				if rt != nil {
+					rt.Close()
+				}
+			}()
+			resolve := func(ctx context.Context, ref string) (digest.Digest, error) {
+				if rt, err = g.connect(ctx); err != nil {
+					return "", err
+				}
+				base, err := rt.ResolveImage(ctx, ref)
+				if err != nil {
+					return "", err
+				}
+				if base.IndexDigest != "" {
+					return base.IndexDigest, nil
+				}
+				return base.ManifestDigest, nil
+			}
+			res, err := envmanifest.PinFile(ctx, args[0], envmanifest.PinOptions{
+				Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Write: write, Resolve: resolve,
+			})
+			if errors.Is(err, envmanifest.ErrImageUnresolved) {
+				return &exitError{class: exitcode.ClassImageUnresolved, err: err}
+			}
+			if err != nil {
+				return err
+			}
+			out := pinOutput{Address: res.Manifest.Address, Pinned: res.Manifest.IsPinned(), Changed: res.Changed, Edits: res.Edits}
+			if out.Edits == nil {
+				out.Edits = []envmanifest.PinEdit{}
+			}
+			if res.Written {
+				out.Written = args[0]
+			}
+			if g.output == outputJSON {
+				if !write {
+					doc := string(res.Document)
+					out.Document = &doc
+				}
+				writeJSON(cmd.OutOrStdout(), out)
+				return nil
+			}
+			summary := cmd.OutOrStdout()
+			if !write {
+				if _, err := cmd.OutOrStdout().Write(res.Document); err != nil {
+					return err
+				}
+				summary = cmd.ErrOrStderr()
+			}
+			writePinText(summary, args[0], out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&lockfile, "lockfile", "", "devcontainer-lock.json to take feature digests from (default: discovered beside PATH)")
+	cmd.Flags().StringVar(&policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
+	cmd.Flags().BoolVar(&write, "write", false, "rewrite PATH in place instead of printing the pinned document")
+	return cmd
+}
+
+func writePinText(w io.Writer, path string, out pinOutput) {
+	fmt.Fprintf(w, "address: %s\npinned:  %t\n", out.Address, out.Pinned)
+	if !out.Changed {
+		fmt.Fprintf(w, "%s is already pinned: nothing changed\n", path)
+		return
+	}
+	for _, e := range out.Edits {
+		what := "value"
+		if e.Key {
+			what = "key"
+		}
+		fmt.Fprintf(w, "%s (%s): %s\n      → %s\n", e.Pointer, what, e.Old, e.New)
+	}
+	if out.Written != "" {
+		fmt.Fprintf(w, "wrote %s\n", out.Written)
+	}
+}

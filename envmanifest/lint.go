@@ -1,0 +1,353 @@
+package envmanifest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
+)
+
+// maxFixRounds bounds the rounds of lint --fix (see Lint).
+const maxFixRounds = 4
+
+// ErrImageUnresolved is wrapped by Lint and Pin when the manifest's image
+// reference does not resolve through the content store (docs/design.md
+// "Adoption: lint and pin": exit 5, class "image-unresolved").
+var ErrImageUnresolved = errors.New("image unresolved")
+
+// LintRefusal is one refusal with lint's advice (docs/design.md "Adoption:
+// lint and pin"): the refusal (pointer, class, message), the property of
+// the advice table it falls under, what to do about it, and what
+// `lint --fix` does about it (FixNone: a hand edit).
+type LintRefusal struct {
+	Refusal
+	Property string    `json:"property"`
+	Advice   string    `json:"advice"`
+	Fix      FixAction `json:"fix,omitempty"`
+}
+
+// Unpinned names one thing that keeps an accepted manifest unpinned
+// (docs/design.md "Pinned"): the image by tag, or a feature that is not
+// digest-addressed. Pointer is "/image" or "/features/<key>"; Reference
+// is the normalized image or feature id; Advice says how to pin it.
+type Unpinned struct {
+	Pointer   string `json:"pointer"`
+	Reference string `json:"reference"`
+	Advice    string `json:"advice"`
+}
+
+// Removal is one member `lint --fix` removed: Pointer in the document as
+// read (a mount removed whole is /mounts/N), Count occurrences of it (more
+// than one when its name was repeated), because of the refusal at Because
+// (Pointer itself, or a member inside it) of class Class.
+type Removal struct {
+	Pointer string    `json:"pointer"`
+	Count   int       `json:"count"`
+	Fix     FixAction `json:"fix"`
+	Because string    `json:"because"`
+	Class   Class     `json:"class"`
+}
+
+// ImageReport is what an ImageInspector found: the normalized Reference it
+// resolved, the Digest it resolves to in the content store (the index
+// digest when the name points at an index, else the manifest digest),
+// whether the devcontainer.metadata label was checked, and the label's
+// refusals (pointers under /config/Labels/devcontainer.metadata;
+// docs/design.md "Image metadata").
+type ImageReport struct {
+	Reference       string        `json:"reference"`
+	Digest          digest.Digest `json:"digest"`
+	MetadataChecked bool          `json:"metadataChecked"`
+	Metadata        []Refusal     `json:"-"`
+}
+
+// ImageInspector resolves ref (the manifest core's normalized image) through
+// a containerd content store and checks its devcontainer.metadata label. It
+// is lint's seam to the daemon: the CLI supplies one when a daemon is named.
+// A reference that does not resolve returns an error wrapping
+// errdefs.ErrNotFound.
+type ImageInspector func(ctx context.Context, ref string) (*ImageReport, error)
+
+// LintOptions control Lint (docs/design.md "Adoption: lint and pin").
+type LintOptions struct {
+	// Options are the ingestion options (lockfile, reserved names); Path
+	// names the file, which Fix rewrites.
+	Options
+	// Fix removes the refused members that FixAction allows and, when that
+	// changed anything, rewrites Path atomically (temp file, fsync,
+	// rename), keeping comments and layout of the rest.
+	Fix bool
+	// Image, when not nil, resolves the image and checks its
+	// devcontainer.metadata label.
+	Image ImageInspector
+}
+
+// LintResult is what Lint found and did.
+type LintResult struct {
+	// Source names the input (its path, "-" for stdin).
+	Source string
+	// Refusals of the document as read, with advice, sorted by pointer.
+	Refusals []LintRefusal
+	// Image is the image check's report (nil when not checked: no
+	// inspector, or no valid image); ImageRefusals are its label's
+	// refusals with advice.
+	Image         *ImageReport
+	ImageRefusals []LintRefusal
+	// Fixed says Fix was asked; Removed lists what it removed, Document is
+	// the fixed document, Written says Path was rewritten (only when
+	// something was removed), Remaining are the fixed document's refusals.
+	Fixed     bool
+	Removed   []Removal
+	Document  []byte
+	Written   bool
+	Remaining []LintRefusal
+	// Manifest is the manifest of the document (fixed, with Fix) when it
+	// ingests; Unpinned lists what keeps it unpinned.
+	Manifest *Manifest
+	Unpinned []Unpinned
+	// Excluded lists the cosmetic and networking members present (of the
+	// fixed document, with Fix).
+	Excluded []string
+}
+
+// OK reports whether the outcome is clean: the document (fixed, with Fix)
+// ingests and the image label, when checked, has no refusal. The CLI exits
+// 0 when it is, else 2.
+func (r *LintResult) OK() bool { return r.Manifest != nil && len(r.ImageRefusals) == 0 }
+
+// LintFile reads the devcontainer.json at path and lints it with
+// opts.Path set to path. A file that cannot be read is an error wrapping
+// the fs error (the CLI maps a missing one to exit 2).
+func LintFile(ctx context.Context, path string, opts LintOptions) (*LintResult, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	opts.Path = path
+	return Lint(ctx, data, opts)
+}
+
+// Lint ingests data like Ingest and tells, for each refusal, its pointer,
+// class and what to do about it, from one table keyed by property and class
+// (AdviceRules; docs/design.md "Adoption: lint and pin"). It reports what
+// keeps an accepted manifest unpinned and the excluded members; with
+// opts.Image it resolves the image and checks its devcontainer.metadata
+// label; with opts.Fix it removes the refused members the table allows
+// (a mount with a refused option whole) with a JSONC patch that keeps the
+// comments and layout of the rest, and rewrites opts.Path.
+//
+// Refusals are results, not errors. Errors: one wrapping
+// ErrImageUnresolved when the image does not resolve (nothing is written);
+// the inspector's other errors; a lockfile that cannot be read; with Fix, a
+// document the JSONC patcher cannot parse, Fix without a path, or the
+// write's failure (each names the file).
+func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, error) {
+	src := opts.Path
+	if src == "" {
+		src = "-"
+	}
+	res := &LintResult{Source: src, Fixed: opts.Fix}
+	parts, err := ingestParts(data, opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range parts.refusals {
+		res.Refusals = append(res.Refusals, advise(r, parts.root))
+	}
+
+	if opts.Image != nil && parts.m != nil && parts.m.Core.Image != "" {
+		rep, err := opts.Image(ctx, parts.m.Core.Image)
+		if err != nil {
+			if errdefs.IsNotFound(err) {
+				return nil, fmt.Errorf("%s: image %s: %w: %w", src, parts.m.Core.Image, ErrImageUnresolved, err)
+			}
+			return nil, fmt.Errorf("%s: image %s: %w", src, parts.m.Core.Image, err)
+		}
+		res.Image = rep
+		for _, r := range rep.Metadata {
+			res.ImageRefusals = append(res.ImageRefusals, advise(r, nil))
+		}
+	}
+
+	final, finalParts := data, parts
+	if opts.Fix {
+		res.Document, res.Remaining = data, res.Refusals
+	}
+	if opts.Fix && parts.root != nil {
+		// Keeping the last of a repeated name can reveal a member that is
+		// refused on its own (a repeated feature key with a refused id):
+		// a further round removes it. Every round only removes, so this
+		// ends; maxFixRounds bounds it anyway.
+		refusals := res.Refusals
+		for round := 0; round < maxFixRounds; round++ {
+			fixed, removed, err := fixDocument(final, refusals)
+			if err != nil {
+				return nil, fmt.Errorf("%s: fix: %w", src, err)
+			}
+			if len(removed) == 0 {
+				break
+			}
+			res.Removed = append(res.Removed, removed...)
+			final = fixed
+			if finalParts, err = ingestParts(final, opts.Options); err != nil {
+				return nil, err
+			}
+			refusals = refusals[:0:0]
+			for _, r := range finalParts.refusals {
+				refusals = append(refusals, advise(r, finalParts.root))
+			}
+		}
+		res.Document = final
+		res.Remaining = refusals
+	}
+	if finalParts.m != nil {
+		res.Excluded = finalParts.m.Excluded
+	}
+	if len(finalParts.refusals) == 0 {
+		m, err := Ingest(final, opts.Options)
+		if err != nil {
+			return nil, err // not reached: the same ingestion had no refusal
+		}
+		res.Manifest = m
+		res.Unpinned = unpinned(finalParts, res.Image)
+	}
+
+	if opts.Fix && len(res.Removed) > 0 {
+		if opts.Path == "" {
+			return nil, fmt.Errorf("%s: fix: no file to write (stdin)", src)
+		}
+		if err := writeKeepingMode(opts.Path, final); err != nil {
+			return nil, err
+		}
+		res.Written = true
+	}
+	return res, nil
+}
+
+// writeKeepingMode rewrites path atomically with data, keeping its
+// permission bits (0644 when it cannot be read).
+func writeKeepingMode(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	return atomicfile.WriteFile(path, data, mode)
+}
+
+// ingestParts is an ingestion that keeps what lint and pin need beside the
+// outcome: the decoded root (nil after a whole-document refusal), the
+// partial manifest (Core.Image set when /image is valid; Excluded), the
+// lockfile read, and every refusal sorted by pointer.
+type docParts struct {
+	root     *strictjson.Node
+	m        *Manifest
+	lock     *lockfile
+	refusals []Refusal
+	opts     Options
+}
+
+func ingestParts(data []byte, opts Options) (*docParts, error) {
+	root, refusals := decode(data, true)
+	p := &docParts{root: root, opts: opts}
+	if root == nil {
+		p.refusals = refusals
+		return p, nil
+	}
+	in := &ingester{opts: opts, refusals: refusals, m: &Manifest{Core: Core{Schema: CoreSchema}}}
+	if err := in.run(root); err != nil {
+		return nil, err
+	}
+	if len(in.refusals) == 0 {
+		// the feature options JCS refuses show only at canonicalization
+		if _, err := canonicalize(&in.m.Core); err != nil {
+			in.checkFeatureOptions(root.Get("features"))
+		}
+	}
+	SortRefusals(in.refusals)
+	p.m, p.refusals = in.m, in.refusals
+	scratch := &ingester{opts: opts, m: &Manifest{}}
+	lock, err := scratch.lockfile()
+	if err != nil {
+		return nil, err
+	}
+	p.lock = lock
+	return p, nil
+}
+
+// featureSite is one member of features with what ingestion makes of it.
+type featureSite struct {
+	key, ptr string
+	kind     featureKind
+	id       string // the normalized id, before the lockfile
+	resolved string // the lockfile entry's "resolved" as written ("" when none)
+	final    string // the core id (after the lockfile)
+	ok       bool   // the member ingests
+}
+
+// featureSites lists the members of the root's features object in document
+// order (duplicates once).
+func (p *docParts) featureSites() []featureSite {
+	v := p.root.Get("features")
+	if v == nil || v.Kind != strictjson.KindObject {
+		return nil
+	}
+	in := &ingester{opts: p.opts, m: &Manifest{}}
+	seen := map[string]bool{}
+	var out []featureSite
+	for _, mem := range v.Members {
+		if seen[mem.Name] {
+			continue
+		}
+		seen[mem.Name] = true
+		s := featureSite{key: mem.Name, ptr: mem.Value.Pointer}
+		var ok bool
+		s.id, s.kind, ok = in.featureID(s.ptr, mem.Name)
+		s.final, s.ok = s.id, ok
+		if ok && s.kind == featureOCI && p.lock != nil {
+			if e := p.lock.features.Get(mem.Name); e != nil {
+				if r := e.Get("resolved"); r != nil && r.Kind == strictjson.KindString {
+					s.resolved = r.Str
+				}
+			}
+			s.final, s.ok = in.lockFeature(p.lock, featureEntry{key: s.key, ptr: s.ptr, kind: s.kind, id: s.id})
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// unpinned lists what keeps the accepted document of p unpinned.
+func unpinned(p *docParts, img *ImageReport) []Unpinned {
+	var out []Unpinned
+	if !p.m.Core.ImagePinned() {
+		adv := "run `sandbox-resume pin`: it resolves the name in the containerd content store and writes name:tag@sha256:… (the index digest when the name is an index)"
+		if img != nil && img.Digest != "" {
+			adv = fmt.Sprintf("run `sandbox-resume pin`: the name resolves to %s here, so the image becomes …@%s", img.Digest, img.Digest)
+		}
+		out = append(out, Unpinned{Pointer: "/image", Reference: p.m.Core.Image, Advice: adv})
+	}
+	for _, s := range p.featureSites() {
+		if !s.ok || (Feature{ID: s.final}).IsPinned() {
+			continue
+		}
+		var adv string
+		switch {
+		case s.kind == featureTarball:
+			adv = "a tarball feature cannot be pinned: publish it to an OCI registry (devcontainer features publish) and declare it by digest"
+		case s.kind == featureLocal:
+			adv = "a local feature cannot be pinned: publish it to an OCI registry (devcontainer features publish) and declare it by digest, or install it into a pre-built image and pin that"
+		case p.lock == nil:
+			adv = "no devcontainer-lock.json: let the reference CLI write one (devcontainer upgrade --workspace-folder ., or devcontainer build), then run `sandbox-resume pin`, which rewrites the key to the entry's resolved digest reference"
+		default:
+			adv = fmt.Sprintf("%s has no entry for this key: regenerate it with the reference CLI (devcontainer upgrade --workspace-folder .), then run `sandbox-resume pin`", p.lock.path)
+		}
+		out = append(out, Unpinned{Pointer: s.ptr, Reference: s.final, Advice: adv})
+	}
+	return out
+}
