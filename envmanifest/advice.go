@@ -49,11 +49,6 @@ const (
 	AdviceEnvVar = "containerEnv.*"
 )
 
-// labelPointer is the JSON Pointer prefix of refusals of the image's
-// devcontainer.metadata label (docs/design.md "Image metadata"), as the
-// image-metadata check writes them.
-const labelPointer = "/config/Labels/devcontainer.metadata"
-
 // AdviceRule is one row of the advice table: for a refusal of Class at
 // Property, the Advice a user is given and the Fix `lint --fix` applies.
 // Property is a top-level property name, one of the Advice* keys, or
@@ -176,7 +171,7 @@ func AdviceProperty(ptr string) string {
 	if ptr == "" {
 		return AdviceDocument
 	}
-	if ptr == labelPointer || strings.HasPrefix(ptr, labelPointer+"/") {
+	if ptr == ImageMetadataPointer || strings.HasPrefix(ptr, ImageMetadataPointer+"/") {
 		return AdviceImageMetadata
 	}
 	toks := pointerTokens(ptr)

@@ -71,21 +71,21 @@ func TestAdviceTable(t *testing.T) {
 
 func TestAdviceProperty(t *testing.T) {
 	for ptr, want := range map[string]string{
-		"":                                        AdviceDocument,
-		"/postCreateCommand":                      "postCreateCommand",
-		"/hostRequirements/gpu":                   AdviceGPU,
-		"/hostRequirements/cpus":                  "hostRequirements",
-		"/mounts/2":                               AdviceMount,
-		"/mounts/2/readonly":                      AdviceMount,
-		"/mounts":                                 "mounts",
-		"/features/ghcr.io~1x~1y:1":               AdviceFeature,
-		"/features/ghcr.io~1x~1y:1/version":       AdviceFeature,
-		"/containerEnv/LD_PRELOAD":                AdviceEnvVar,
-		"/customizations/vscode/settings":         "customizations",
-		"/a~1b":                                   "a/b",
-		labelPointer:                              AdviceImageMetadata,
-		labelPointer + "/0/postCreateCommand":     AdviceImageMetadata,
-		"/config/Labels/devcontainer.metadataX/0": "config",
+		"":                                  AdviceDocument,
+		"/postCreateCommand":                "postCreateCommand",
+		"/hostRequirements/gpu":             AdviceGPU,
+		"/hostRequirements/cpus":            "hostRequirements",
+		"/mounts/2":                         AdviceMount,
+		"/mounts/2/readonly":                AdviceMount,
+		"/mounts":                           "mounts",
+		"/features/ghcr.io~1x~1y:1":         AdviceFeature,
+		"/features/ghcr.io~1x~1y:1/version": AdviceFeature,
+		"/containerEnv/LD_PRELOAD":          AdviceEnvVar,
+		"/customizations/vscode/settings":   "customizations",
+		"/a~1b":                             "a/b",
+		ImageMetadataPointer:                AdviceImageMetadata,
+		ImageMetadataPointer + "/0/postCreateCommand": AdviceImageMetadata,
+		"/config/Labels/devcontainer.metadataX/0":     "config",
 	} {
 		if got := AdviceProperty(ptr); got != want {
 			t.Errorf("AdviceProperty(%q) = %q, want %q", ptr, got, want)
@@ -516,8 +516,8 @@ func TestLintImage(t *testing.T) {
 	doc := []byte(`{"image": "busybox:1", "postCreateCommand": "x"}`)
 	var asked string
 	label := []Refusal{
-		{Pointer: labelPointer + "/0/postCreateCommand", Class: ClassExecutesOrWidens, Message: "lifecycle command in the label"},
-		{Pointer: labelPointer + "/1/privileged", Class: ClassExecutesOrWidens, Message: "privileged in the label"},
+		{Pointer: ImageMetadataPointer + "/0/postCreateCommand", Class: ClassExecutesOrWidens, Message: "lifecycle command in the label"},
+		{Pointer: ImageMetadataPointer + "/1/privileged", Class: ClassExecutesOrWidens, Message: "privileged in the label"},
 	}
 	inspect := func(_ context.Context, ref string) (*ImageReport, error) {
 		asked = ref
