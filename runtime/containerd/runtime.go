@@ -48,12 +48,14 @@ type Runtime struct {
 	platform       ocispec.Platform
 	matcher        platforms.MatchComparer
 	cache          blobCache
+	differ         Differ
 }
 
 type options struct {
 	timeout        time.Duration
 	hostIDOverride string
 	platform       *ocispec.Platform
+	differ         Differ
 }
 
 // Option configures Connect.
@@ -137,6 +139,7 @@ func Connect(ctx context.Context, address, namespace string, opts ...Option) (*R
 		hostIDOverride: o.hostIDOverride,
 		platform:       p,
 		matcher:        platforms.OnlyStrict(p),
+		differ:         o.differ,
 	}, nil
 }
 

@@ -119,7 +119,7 @@ func median(ds []time.Duration) time.Duration {
 // upperDir returns the overlayfs upper directory of the container's active
 // snapshot (its key is the container id), where the container's writes
 // land.
-func upperDir(b *testing.B, ctx context.Context, d *harness.Daemon, key string) string {
+func upperDir(b testing.TB, ctx context.Context, d *harness.Daemon, key string) string {
 	b.Helper()
 	ms, err := d.Client.SnapshotService("overlayfs").Mounts(ctx, key)
 	if err != nil {
@@ -139,7 +139,7 @@ func upperDir(b *testing.B, ctx context.Context, d *harness.Daemon, key string) 
 // writeChanges writes total bytes of files under dir: three quarters in
 // 1 MiB files, a quarter in 16 KiB files, alternately pseudo-random and
 // text (≈ 3:1 compressible with zstd -1).
-func writeChanges(b *testing.B, dir string, total int64) {
+func writeChanges(b testing.TB, dir string, total int64) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(uint64(total), 1))
 	words := strings.Fields("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " +
@@ -184,7 +184,7 @@ func writeChanges(b *testing.B, dir string, total int64) {
 
 // startTask starts a task in the container when it has none (suspend
 // deletes it) and waits until it runs.
-func startTask(b *testing.B, ctx context.Context, d *harness.Daemon, cid string) {
+func startTask(b testing.TB, ctx context.Context, d *harness.Daemon, cid string) {
 	b.Helper()
 	c, err := d.Client.LoadContainer(ctx, cid)
 	if err != nil {
@@ -203,7 +203,7 @@ func startTask(b *testing.B, ctx context.Context, d *harness.Daemon, cid string)
 }
 
 // tarZstdSha runs `tar -c | zstd -1 | sha256sum` over dir.
-func tarZstdSha(b *testing.B, dir string) {
+func tarZstdSha(b testing.TB, dir string) {
 	b.Helper()
 	cmd := exec.Command("bash", "-o", "pipefail", "-c", `tar -c -C "$1" . | zstd -1 -q | sha256sum`, "bash", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
