@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -49,6 +50,9 @@ type Runtime struct {
 	matcher        platforms.MatchComparer
 	cache          blobCache
 	differ         Differ
+
+	contentRootOnce sync.Once
+	contentRoot     string // the daemon's content store directory when visible here (localcontent.go)
 }
 
 type options struct {

@@ -498,14 +498,13 @@ func daemonPID(b testing.TB, d *harness.Daemon) int {
 
 // cpuTime is the CPU time (user + system) used so far by this process, its
 // waited-for children and the process pid.
-func cpuTime(b *testing.B, pid int, daemonOnly ...bool) time.Duration {
-	b.Helper()
+func cpuTime(b testing.TB, pid int, daemonOnly ...bool) time.Duration {
 	var self, children syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
-		b.Fatal(err)
+		panic(err)
 	}
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children); err != nil {
-		b.Fatal(err)
+		panic(err)
 	}
 	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
 	total := tv(self.Utime) + tv(self.Stime) + tv(children.Utime) + tv(children.Stime)
@@ -514,7 +513,7 @@ func cpuTime(b *testing.B, pid int, daemonOnly ...bool) time.Duration {
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		b.Fatal(err)
+		panic(err)
 	}
 	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
 	var ut, st int64
