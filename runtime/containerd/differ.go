@@ -319,13 +319,14 @@ func (r *Runtime) storeLayer(ctx context.Context, lease string, tarStream func(i
 		return diffLayer{}, fmt.Errorf("ingest %s: truncate: %w", ref, native(err))
 	}
 
-	sink := newChunkWriter(cw, diffChunkSize, diffChunks)
 	compressed, uncompressed := digest.SHA256.Digester(), digest.SHA256.Digester()
 	var csize, usize countWriter
+	// The compressed bytes are hashed by the goroutine that sends them, not
+	// by the encoder's.
+	sink := newChunkWriter(io.MultiWriter(compressed.Hash(), &csize, cw), diffChunkSize, diffChunks)
 	// No frame checksum (xxhash of the content): the layer's digest and
 	// diffID already cover every byte, and are checked wherever it is read.
-	zw, err := zstd.NewWriter(io.MultiWriter(compressed.Hash(), &csize, sink),
-		zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false))
+	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false))
 	if err != nil {
 		sink.Close()
 		return diffLayer{}, err
