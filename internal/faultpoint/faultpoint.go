@@ -29,12 +29,7 @@ const Sleep = 60 * time.Second
 // Reach is called after step is done. When Env holds exactly step, it
 // writes the line Line(step, pid) to stderr and sleeps for Sleep before
 // returning; otherwise it returns at once. It never fails.
-var t0 = time.Now()
-
 func Reach(step string) {
-	if os.Getenv("SR_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "TRACE %s %v\n", step, time.Since(t0))
-	}
 	if os.Getenv(Env) != step {
 		return
 	}
