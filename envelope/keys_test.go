@@ -3,10 +3,13 @@ package envelope
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io/fs"
 	"os"
@@ -272,8 +275,12 @@ func TestParseKeyPEMErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, true, "no PEM block"},
-		{"public as private", pubPEM, true, `"PUBLIC KEY"`},
-		{"private as public", keyPEM, false, `"PRIVATE KEY"`},
+		{"public as private", pubPEM, true, `holds a public key (PEM "PUBLIC KEY", PKIX), not a private key`},
+		{"private as public", keyPEM, false, `holds a private key (PEM "PRIVATE KEY", PKCS#8), not a public key`},
+		{"RSA private key", rsaPKCS8PEM(t), true, "holds an RSA private key, not an Ed25519 private key"},
+		{"PKCS#1 block", []byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"), true, `holds an RSA private key (PEM "RSA PRIVATE KEY", PKCS#1)`},
+		{"certificate", []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), false, `holds a certificate (PEM "CERTIFICATE")`},
+		{"OpenSSH public key", []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE user@host\n"), false, "holds an OpenSSH public key"},
 		{"trailing garbage", append(append([]byte(nil), pubPEM...), "junk"...), false, "after the PEM block"},
 		{"two blocks", append(append([]byte(nil), pubPEM...), pubPEM...), false, "after the PEM block"},
 		{"bad DER", []byte("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"), false, "PKIX"},
@@ -299,6 +306,21 @@ func TestParseKeyPEMErrors(t *testing.T) {
 	if _, err := LoadPublicKey(keyPath); err == nil || !strings.Contains(err.Error(), keyPath) {
 		t.Fatalf("LoadPublicKey(private key) = %v", err)
 	}
+}
+
+// rsaPKCS8PEM returns a PKCS#8 PEM RSA private key: the right block type
+// holding another algorithm.
+func rsaPKCS8PEM(t *testing.T) []byte {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: PEMTypePrivateKey, Bytes: der})
 }
 
 func TestLoadTrust(t *testing.T) {
