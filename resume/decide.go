@@ -153,21 +153,6 @@ func (s *state) run(ctx context.Context) *Verdict {
 	return v
 }
 
-// VerifyRef runs checks 1–4 over a SnapshotRef file (parse, signature,
-// schema, integrity: DESIGN "Resume decision") and returns the verified
-// ref. Errors are *CheckError: bad-input (checks 1 and 3, wrapping an
-// *envmanifest.RefusedError), untrusted (check 2, wrapping
-// envelope.ErrSignature) or tampered (check 4).
-func VerifyRef(refFile []byte, trust *envelope.KeyRing) (*snapshot.Ref, error) {
-	s := &state{req: Request{RefFile: refFile, Trust: trust}}
-	for _, st := range steps[:4] {
-		if _, err := st.run(s, context.Background()); err != nil {
-			return nil, err
-		}
-	}
-	return s.ref, nil
-}
-
 // failDetail renders a failed check's cause for the verdict: the cause
 // without the "<check>: <class>: " prefix a *CheckError adds.
 func failDetail(err error) string {
@@ -183,7 +168,8 @@ type state struct {
 	facts  Facts
 	claims Claims
 
-	doc      *envelope.Document
+	opened   bool                // checks 1–4 ran (snapshot.OpenRef)
+	openErr  *snapshot.OpenError // the step that failed, or nil
 	ref      *snapshot.Ref
 	offered  *envmanifest.Manifest
 	refusals []envmanifest.Refusal
@@ -288,47 +274,79 @@ func (s *state) source() string {
 	return "ref file"
 }
 
-// 1 ref-parse: the strict decoder; a JSON object with an object "ref".
-func (s *state) refParse(context.Context) (string, error) {
-	doc, err := snapshot.ParseRefFile(s.req.RefFile)
+// open runs checks 1–4 once, with snapshot.OpenRef: the one way to open
+// a ref. Each of the four checks then reports its own step.
+func (s *state) open() {
+	if s.opened {
+		return
+	}
+	s.opened = true
+	ref, err := snapshot.OpenRef(s.req.RefFile, s.req.Trust)
 	if err != nil {
+		var oe *snapshot.OpenError
+		if !errors.As(err, &oe) {
+			oe = &snapshot.OpenError{Step: snapshot.StepParse, Err: err}
+		}
 		var re *envmanifest.RefusedError
-		if errors.As(err, &re) && re.Source == "" {
+		if errors.As(oe.Err, &re) && re.Source == "" {
 			re.Source = s.source()
 		}
-		return "", refuse(CheckRefParse, ClassBadInput, err)
+		s.openErr = oe
+		return
 	}
-	s.doc = doc
-	return fmt.Sprintf("%s: a signed %q wrapper, signatures: %d, %d bytes",
-		s.source(), envelope.MemberRef, len(doc.Signatures), len(s.req.RefFile)), nil
+	s.ref = ref
 }
 
-// 2 signature: DESIGN "Signed documents" over the JCS of "ref" as parsed.
+// stepFailed returns the cause when check step of OpenRef failed.
+func (s *state) stepFailed(step string) error {
+	s.open()
+	if s.openErr != nil && s.openErr.Step == step {
+		return s.openErr.Err
+	}
+	return nil
+}
+
+// provenance is what OpenRef established about the signatures, whether or
+// not a later step failed.
+func (s *state) provenance() snapshot.Provenance {
+	if s.ref != nil {
+		return s.ref.Provenance()
+	}
+	return s.openErr.Provenance
+}
+
+// 1 ref-parse: the strict decoder; a JSON object with an object "ref".
+func (s *state) refParse(context.Context) (string, error) {
+	if err := s.stepFailed(snapshot.StepParse); err != nil {
+		return "", refuse(CheckRefParse, ClassBadInput, err)
+	}
+	return fmt.Sprintf("%s: a signed %q wrapper, signatures: %d, %d bytes",
+		s.source(), envelope.MemberRef, s.provenance().Signatures, len(s.req.RefFile)), nil
+}
+
+// 2 signature: docs/design.md "Signed documents" over the JCS of "ref" as
+// parsed.
 func (s *state) signature(context.Context) (string, error) {
-	ids, err := s.doc.VerifiedBy(s.req.Trust)
-	if err != nil {
+	if err := s.stepFailed(snapshot.StepSignature); err != nil {
 		return "", refuse(CheckSignature, ClassUntrusted, err)
 	}
-	return "verified by " + strings.Join(ids, ", "), nil
+	return "verified by " + strings.Join(s.provenance().SignedBy, ", "), nil
 }
 
 // 3 ref-schema: exactly the SnapshotRef members with the right types.
 func (s *state) refSchema(context.Context) (string, error) {
-	ref, err := snapshot.DecodeRef(s.doc.Inner)
-	if err != nil {
-		var re *envmanifest.RefusedError
-		if errors.As(err, &re) && re.Source == "" {
-			re.Source = s.source()
-		}
+	if err := s.stepFailed(snapshot.StepSchema); err != nil {
 		return "", refuse(CheckRefSchema, ClassBadInput, err)
 	}
-	s.ref = ref
-	return fmt.Sprintf("%s, run %q, suspended %s", ref.Schema, ref.Run, ref.Created), nil
+	if s.ref == nil { // a later step failed: the schema was read
+		return "the ref has exactly the SnapshotRef members and types", nil
+	}
+	return fmt.Sprintf("%s, run %q, suspended %s", s.ref.Schema, s.ref.Run, s.ref.Created), nil
 }
 
 // 4 ref-integrity: manifest = address(core), pinned = IsPinned(core).
 func (s *state) refIntegrity(ctx context.Context) (string, error) {
-	if err := snapshot.CheckIntegrity(s.ref, s.doc.Inner); err != nil {
+	if err := s.stepFailed(snapshot.StepIntegrity); err != nil {
 		return "", refuse(CheckRefIntegrity, ClassTampered, err)
 	}
 	if s.facts != nil {

@@ -506,27 +506,6 @@ func TestDecideInternal(t *testing.T) {
 	}
 }
 
-func TestVerifyRef(t *testing.T) {
-	fx := newFixture(t, baseConfig)
-	r, err := resume.VerifyRef(fx.signed(), fx.trust)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Run != testRun || r.Manifest != fx.ref.Manifest {
-		t.Errorf("ref %s %s, want %s %s", r.Run, r.Manifest, testRun, fx.ref.Manifest)
-	}
-	_, err = resume.VerifyRef(fx.signed(), envelope.NewKeyRing())
-	var ce *resume.CheckError
-	if !errors.As(err, &ce) || ce.Class != resume.ClassUntrusted || !errors.Is(err, envelope.ErrSignature) {
-		t.Errorf("untrusted: %v", err)
-	}
-	_, err = resume.VerifyRef([]byte("{"), fx.trust)
-	var re *envmanifest.RefusedError
-	if !errors.As(err, &ce) || ce.Class != resume.ClassBadInput || !errors.As(err, &re) {
-		t.Errorf("bad input: %v", err)
-	}
-}
-
 func TestLoadRequest(t *testing.T) {
 	fx := newFixture(t, baseConfig)
 	ref := fx.writeFile("ref.json", string(fx.signed()))

@@ -18,13 +18,6 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// ErrDiffCorrupt marks a rootfs diff blob whose bytes do not match the
-// verified ref: another digest or size, a decompression that fails, exceeds
-// uncompressedSize or hashes to another diffID (DESIGN "Materialize":
-// "a mismatch is 7"). Materializer.CheckDiff wraps it; the verdict class is
-// snapshot-missing (exit 7).
-var ErrDiffCorrupt = errors.New("rootfs diff corrupt")
-
 // ContainerSpec is what Materializer.CreateContainer makes (DESIGN
 // "Materialize, claim, run lifecycle").
 //
@@ -72,11 +65,11 @@ type Materializer interface {
 	// absent) it does nothing and returns nil.
 	ReleaseClaim(ctx context.Context, run string, holder Claim) error
 
-	// CheckDiff streams the rootfs diff blob once and checks its size and
-	// digest, and that its decompression (gzip, zstd or none), stopped as
-	// soon as it exceeds d.UncompressedSize, is exactly d.UncompressedSize
-	// bytes with sha256 d.DiffID. A mismatch wraps ErrDiffCorrupt and names
-	// both digests; an absent blob wraps errdefs.ErrNotFound.
+	// CheckDiff reads the stored rootfs diff blob with snapshot.VerifyDiff,
+	// the one layer verifier (size, digest, and a decompression bounded by
+	// d.UncompressedSize with sha256 d.DiffID). A mismatch wraps
+	// snapshot.ErrDiffCorrupt and names both digests; an absent blob wraps
+	// errdefs.ErrNotFound.
 	CheckDiff(ctx context.Context, d snapshot.Diff) error
 
 	// ContainerExists reports whether a container with this id exists (in
@@ -90,7 +83,8 @@ type Materializer interface {
 	// io.containerd.runc.v2; labels run and manifest). On error no
 	// container spec.ID was created by this call. An existing container id
 	// is errdefs.ErrAlreadyExists; a failed diffID check while applying
-	// wraps ErrDiffCorrupt; missing base content errdefs.ErrNotFound.
+	// wraps snapshot.ErrDiffCorrupt; missing base content
+	// errdefs.ErrNotFound.
 	CreateContainer(ctx context.Context, spec ContainerSpec) error
 
 	// StartTask creates and starts the container's task detached (its
@@ -282,7 +276,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	}
 	err = m.CheckDiff(ctx, spec.Diff)
 	switch {
-	case errors.Is(err, ErrDiffCorrupt), errdefs.IsNotFound(err):
+	case errors.Is(err, snapshot.ErrDiffCorrupt), errdefs.IsNotFound(err):
 		return "", ClassSnapshotMissing, false, err
 	case err != nil:
 		return "", ClassInternal, false, fmt.Errorf("verify rootfsDiff %s: %w", spec.Diff.Digest, err)
@@ -292,7 +286,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	switch {
 	case errdefs.IsAlreadyExists(err):
 		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another with --container): %w", spec.ID, err)
-	case errors.Is(err, ErrDiffCorrupt):
+	case errors.Is(err, snapshot.ErrDiffCorrupt):
 		return "", ClassSnapshotMissing, false, err
 	case errdefs.IsNotFound(err):
 		return "", ClassImageUnresolved, false, fmt.Errorf("create container %s: %w", spec.ID, err)

@@ -107,25 +107,6 @@ func ArtifactManifest(refFile []byte, r *Ref, base ocispec.Descriptor) ([]byte, 
 	}, nil
 }
 
-// OpenRefUnverified runs checks 1, 3 and 4 of DESIGN "Resume decision" on a
-// SnapshotRef file without a trusted key (parse, schema, integrity): export
-// and push use it to find what to send; the receiving side verifies the
-// signature (import, pull). Errors are those of OpenRef.
-func OpenRefUnverified(data []byte) (*Ref, error) {
-	doc, err := ParseRefFile(data)
-	if err != nil {
-		return nil, err
-	}
-	r, err := DecodeRef(doc.Inner)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckIntegrity(r, doc.Inner); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
 // Archive is what ScanArchive found in an OCI layout archive: every blob
 // (digest → size in bytes, each checked against its name), the bytes of
 // index.json and of every blob of at most MaxArtifactMetadata bytes (while

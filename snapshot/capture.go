@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -22,6 +23,11 @@ const (
 	// it becomes Ref.Created, so a rerun writes the same ref.
 	LabelCreated = "io.sandbox-resume.created"
 )
+
+// ErrImageUnresolved is wrapped when an image reference does not resolve
+// through the content store for the host platform, or content of a run's
+// base image is absent. Class "image-unresolved" (internal/exitcode).
+var ErrImageUnresolved = errors.New("image unresolved")
 
 // TaskState is the state of a container's task as the Capturer reports it.
 // The strings follow containerd's client.ProcessStatus; TaskNone means the

@@ -63,11 +63,11 @@ func TestGoldenRefs(t *testing.T) {
 			if !bytes.Equal(doc.Canonical, canonical) {
 				t.Fatalf("hand-written bytes are not in JCS form:\n got %s\nwant %s", doc.Canonical, canonical)
 			}
-			r, err := DecodeRef(doc.Inner)
+			r, err := decodeRef(doc.Inner)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := CheckIntegrity(r, doc.Inner); err != nil {
+			if err := checkIntegrity(r, doc.Inner); err != nil {
 				t.Fatal(err)
 			}
 			got, err := r.Canonical()
@@ -126,7 +126,7 @@ func TestGoldenRefsExternalTools(t *testing.T) {
 			if !bytes.Contains(canonical, []byte(`"manifest":"`+address+`"`)) {
 				t.Fatalf("b3sum address %s is not the recorded manifest in %s.ref.jcs", address, name)
 			}
-			doc, err := ParseRefFile(readTestdata(t, name+".ref.json"))
+			doc, err := parseRefFile(readTestdata(t, name+".ref.json"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
-// ErrTampered is wrapped by CheckIntegrity (and OpenRef) when a signed
+// ErrTampered is wrapped by checkIntegrity (and OpenRef) when a signed
 // ref's recorded manifest address or pinned flag disagrees with its core
 // (DESIGN "Resume decision", check 4 "ref-integrity": class "tampered",
 // exit 6).
@@ -33,13 +33,12 @@ var ErrTampered = errors.New("snapshot ref tampered")
 // version number than RefSchema's is refused with its own message.
 const refSchemaPrefix = "sandbox.snapshot-ref/"
 
-// ParseRefFile parses a SnapshotRef file: the signed wrapper {"ref": {…},
-// "signatures": […]} read with the strict decoder (DESIGN "Resume
-// decision", check 1 "ref-parse"). It is envmanifest.ParseSigned(data,
-// "ref"): a *envmanifest.RefusedError (exit 2) when the file is not a JSON
-// object with an object "ref" and well-formed signature entries. The
-// signatures are not verified here (check 2: envelope.Document.Verify).
-func ParseRefFile(data []byte) (*envelope.Document, error) {
+// parseRefFile parses a SnapshotRef file: the signed wrapper {"ref": {…},
+// "signatures": […]} read with the strict decoder (check 1 "ref-parse"),
+// as envmanifest.ParseSigned(data, "ref"): a *envmanifest.RefusedError when
+// the file is not a JSON object with an object "ref" and well-formed
+// signature entries. The signatures are not verified here.
+func parseRefFile(data []byte) (*envelope.Document, error) {
 	return envmanifest.ParseSigned(data, envelope.MemberRef)
 }
 
@@ -208,7 +207,7 @@ func validPlatform(s string) bool {
 	return platforms.Format(p) == s
 }
 
-// DecodeRef decodes the inner "ref" object of a parsed SnapshotRef file
+// decodeRef decodes the inner "ref" object of a parsed SnapshotRef file
 // (DESIGN "Resume decision", check 3 "ref-schema"): exactly the members of
 // DESIGN "SnapshotRef" with the right types, "lockfile" and
 // "base.indexDigest" optional. It checks that schema is RefSchema (a newer
@@ -222,8 +221,8 @@ func validPlatform(s string) bool {
 // Every problem is reported at its JSON Pointer into the file (the nodes'
 // pointers: "/ref/run", "/ref/base/diffIDs/0") in one *envmanifest.RefusedError (exit 2). It does not check the
 // signatures (check 2) or that manifest and pinned agree with core (check
-// 4: CheckIntegrity).
-func DecodeRef(inner *strictjson.Node) (*Ref, error) {
+// 4: checkIntegrity).
+func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	d := &refDecoder{}
 	if inner == nil {
 		d.refuse("", envmanifest.ClassMissing, "no ref object")
@@ -412,19 +411,19 @@ func (d *refDecoder) diff(obj *strictjson.Node, m map[string]*strictjson.Node) D
 	return df
 }
 
-// CheckIntegrity is check 4 "ref-integrity" of DESIGN "Resume decision":
+// checkIntegrity is check 4 "ref-integrity" of DESIGN "Resume decision":
 // r.Manifest must equal the address of the core exactly as parsed
 // (envmanifest.Address of the RFC 8785 JCS of inner's "core" subtree, never
 // of a re-marshalled Go value) and r.Pinned must equal r.Core.IsPinned().
 // inner is the ref object r was decoded from (envelope.Document.Inner). A
 // disagreement is an error wrapping ErrTampered (exit 6, class
 // "tampered") that names the pointer and both values.
-func CheckIntegrity(r *Ref, inner *strictjson.Node) error {
+func checkIntegrity(r *Ref, inner *strictjson.Node) error {
 	core := inner.Get("core")
 	if core == nil {
 		return fmt.Errorf("%s: no manifest core: %w", strictjson.Pointer(inner.Pointer, "core"), ErrTampered)
 	}
-	canonical := r.coreCanonical // DecodeRef's JCS of this same subtree
+	canonical := r.coreCanonical // decodeRef's JCS of this same subtree
 	if canonical == nil {
 		var err error
 		if canonical, err = jcs.Transform(core.Raw); err != nil {
@@ -438,30 +437,6 @@ func CheckIntegrity(r *Ref, inner *strictjson.Node) error {
 		return fmt.Errorf("%s: recorded %t, but the core is pinned=%t: %w", strictjson.Pointer(inner.Pointer, "pinned"), r.Pinned, got, ErrTampered)
 	}
 	return nil
-}
-
-// OpenRef runs checks 1–4 of DESIGN "Resume decision" in order on a
-// SnapshotRef file: parse (ParseRefFile: *envmanifest.RefusedError, exit
-// 2), signature against trust (wrapping envelope.ErrSignature, exit 6),
-// schema (DecodeRef: *envmanifest.RefusedError, exit 2) and integrity
-// (CheckIntegrity: wrapping ErrTampered, exit 6). No field of the ref is
-// used before its signature verifies. Import and pull use it.
-func OpenRef(data []byte, trust *envelope.KeyRing) (*Ref, error) {
-	doc, err := ParseRefFile(data)
-	if err != nil {
-		return nil, err
-	}
-	if err := doc.Verify(trust); err != nil {
-		return nil, err
-	}
-	r, err := DecodeRef(doc.Inner)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckIntegrity(r, doc.Inner); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // Canonical returns the RFC 8785 JCS bytes of the ref: the bytes its

@@ -165,3 +165,55 @@ func isRefused(err error) bool {
 	var re *envmanifest.RefusedError
 	return errors.As(err, &re)
 }
+
+// TestOpenRefSteps: every refusal of OpenRef is an *OpenError naming the
+// step that failed and what the steps before it established; a verified
+// ref carries its provenance; OpenRefUnsafe skips only the signature.
+func TestOpenRefSteps(t *testing.T) {
+	trust := testKey(t)
+	file := readTestdata(t, "minimal.ref.json")
+	other, _, _ := ed25519.GenerateKey(nil)
+	for _, tc := range []struct {
+		name       string
+		file       []byte
+		trust      *envelope.KeyRing
+		step       string
+		signatures int
+		signedBy   int
+	}{
+		{"parse", []byte(`{"ref":`), trust, StepParse, 0, 0},
+		{"signature", file, envelope.NewKeyRing(other), StepSignature, 1, 0},
+		{"schema", editRef(t, "minimal", `"run":"r.1_x-2"`, `"run":"R"`), trust, StepSchema, 1, 1},
+		{"integrity", editRef(t, "minimal", `"pinned":false`, `"pinned":true`), trust, StepIntegrity, 1, 1},
+	} {
+		_, err := OpenRef(tc.file, tc.trust)
+		var oe *OpenError
+		if !errors.As(err, &oe) || oe.Step != tc.step {
+			t.Errorf("%s: err = %#v, want an *OpenError at %s", tc.name, err, tc.step)
+			continue
+		}
+		if oe.Provenance.Signatures != tc.signatures || len(oe.Provenance.SignedBy) != tc.signedBy || oe.Error() != oe.Err.Error() {
+			t.Errorf("%s: provenance %+v, message %q", tc.name, oe.Provenance, oe.Error())
+		}
+	}
+	r, err := OpenRef(file, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Provenance(); p.Signatures != 1 || len(p.SignedBy) != 1 || p.SignedBy[0] != trust.KeyIDs()[0] {
+		t.Errorf("provenance %+v", p)
+	}
+	// Unsafe: no key ring at all, and a signature that would not verify.
+	unsigned := bytes.Replace(file, []byte(`"sig": "`), []byte(`"sig": "AAAA`), 1)
+	u, err := OpenRefUnsafe(unsigned)
+	if err != nil || u.Run != r.Run || u.Provenance().SignedBy != nil {
+		t.Fatalf("OpenRefUnsafe = %+v, %v", u, err)
+	}
+	if _, err := OpenRef(unsigned, trust); !errors.Is(err, envelope.ErrSignature) {
+		t.Fatalf("OpenRef of the same file: %v, want ErrSignature", err)
+	}
+	var oe *OpenError
+	if _, err := OpenRefUnsafe(editRef(t, "minimal", `"pinned":false`, `"pinned":true`)); !errors.As(err, &oe) || oe.Step != StepIntegrity {
+		t.Fatalf("OpenRefUnsafe of a tampered ref: %v", err)
+	}
+}

@@ -44,8 +44,10 @@ type Ref struct {
 	Created     string           `json:"created"` // RFC 3339, UTC, seconds
 
 	// coreCanonical is the JCS of the core exactly as parsed, kept by
-	// DecodeRef so CheckIntegrity need not canonicalize it again.
+	// decodeRef so checkIntegrity need not canonicalize it again.
 	coreCanonical []byte
+	// provenance is what OpenRef established about the signatures.
+	provenance Provenance
 }
 
 // Host identifies the containerd daemon a run was suspended on, with the

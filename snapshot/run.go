@@ -1,9 +1,15 @@
 package snapshot
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 )
+
+// ErrInvalidRun is wrapped when a run id is not valid (ValidRunID) or,
+// with no run id given, the container id does not make one
+// (DefaultRunID). Class "usage" (internal/exitcode).
+var ErrInvalidRun = errors.New("invalid run id")
 
 // MaxRunIDLen is the longest run id in bytes (DESIGN "SnapshotRef": it ends
 // up in lease ids, labels, container ids and OCI tags).

@@ -9,6 +9,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 // sentinelClasses maps the sentinel errors of the libraries to their
@@ -21,13 +22,14 @@ var sentinelClasses = []struct {
 	{envelope.ErrSignature, exitcode.ClassUntrusted},
 	{envelope.ErrKeyExists, exitcode.ClassRefused},
 	{snapshot.ErrTampered, exitcode.ClassTampered},
-	{snapshot.ErrMismatch, exitcode.ClassManifestMismatch},
+	{suspend.ErrMismatch, exitcode.ClassManifestMismatch},
 	{snapshot.ErrImageUnresolved, exitcode.ClassImageUnresolved},
-	{snapshot.ErrContainerNotFound, exitcode.ClassBadInput},
+	{suspend.ErrContainerNotFound, exitcode.ClassBadInput},
 	{snapshot.ErrRunNotFound, exitcode.ClassBadInput},
-	{snapshot.ErrRunConflict, exitcode.ClassClaimConflict},
+	{suspend.ErrRunConflict, exitcode.ClassClaimConflict},
 	{snapshot.ErrArtifactRefused, exitcode.ClassBadInput},
 	{snapshot.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
+	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrInvalidRun, exitcode.ClassUsage},
 	// A config (or other input) file that does not exist is refused input.
 	{fs.ErrNotExist, exitcode.ClassBadInput},

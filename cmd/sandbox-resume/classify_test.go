@@ -11,6 +11,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 // TestClassify pins how library errors map to classes and exit codes
@@ -32,13 +33,15 @@ func TestClassify(t *testing.T) {
 		{"signature", wrap(envelope.ErrSignature), exitcode.ClassUntrusted, 6},
 		{"key exists", wrap(envelope.ErrKeyExists), exitcode.ClassRefused, 2},
 		{"tampered", wrap(snapshot.ErrTampered), exitcode.ClassTampered, 6},
-		{"mismatch", wrap(snapshot.ErrMismatch), exitcode.ClassManifestMismatch, 3},
+		{"mismatch", wrap(suspend.ErrMismatch), exitcode.ClassManifestMismatch, 3},
 		{"image unresolved", wrap(snapshot.ErrImageUnresolved), exitcode.ClassImageUnresolved, 5},
-		{"no container", wrap(snapshot.ErrContainerNotFound), exitcode.ClassBadInput, 2},
+		{"no container", wrap(suspend.ErrContainerNotFound), exitcode.ClassBadInput, 2},
 		{"no run", wrap(snapshot.ErrRunNotFound), exitcode.ClassBadInput, 2},
-		{"run taken", wrap(snapshot.ErrRunConflict), exitcode.ClassClaimConflict, 8},
+		{"run taken", wrap(suspend.ErrRunConflict), exitcode.ClassClaimConflict, 8},
 		{"artifact refused", wrap(snapshot.ErrArtifactRefused), exitcode.ClassBadInput, 2},
 		{"snapshot missing", wrap(snapshot.ErrSnapshotMissing), exitcode.ClassSnapshotMissing, 7},
+		{"diff corrupt", wrap(snapshot.ErrDiffCorrupt), exitcode.ClassSnapshotMissing, 7},
+		{"diff corrupt in a refused artifact", fmt.Errorf("%w: %w", wrap(snapshot.ErrDiffCorrupt), snapshot.ErrArtifactRefused), exitcode.ClassBadInput, 2},
 		{"invalid run", wrap(snapshot.ErrInvalidRun), exitcode.ClassUsage, 64},
 		{"missing file", wrap(fs.ErrNotExist), exitcode.ClassBadInput, 2},
 		{"anything else", errors.New("boom"), exitcode.ClassInternal, 1},

@@ -10,6 +10,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 // suspendOptions are the flags of `suspend` (DESIGN "Suspend").
@@ -20,7 +21,7 @@ type suspendOptions struct {
 
 // newSuspendCmd is `suspend --container ID --config PATH --key K [--run ID]
 // [--out ref.json] [--keep-running] [--lockfile F] [--policy P]` (DESIGN
-// "Suspend"): snapshot.Suspend against the daemon at --address in
+// "Suspend"): suspend.Run against the daemon at --address in
 // --namespace. It prints a summary, or with --output json the signed ref.
 func newSuspendCmd(g *globalOptions) *cobra.Command {
 	var o suspendOptions
@@ -63,7 +64,7 @@ Rerunning with the same --run completes an interrupted suspend.`,
 				return err
 			}
 			defer rt.Close()
-			res, err := snapshot.Suspend(ctx, rt, snapshot.SuspendRequest{
+			res, err := suspend.Run(ctx, rt, suspend.Request{
 				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy,
 				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning,
 			})

@@ -3,18 +3,14 @@ package fake
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/containerd/errdefs"
-	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -111,26 +107,11 @@ func (m *Materializer) ReleaseClaim(ctx context.Context, run string, holder resu
 	return nil
 }
 
-// errTooLong stops a decompression at the recorded size.
-var errTooLong = errors.New("longer than recorded")
-
-type boundedWriter struct {
-	w    io.Writer
-	left int64
-}
-
-func (b *boundedWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > b.left {
-		return 0, errTooLong
-	}
-	b.left -= int64(len(p))
-	return b.w.Write(p)
-}
-
-// CheckDiff checks the diff blob in the Facts content store as
-// runtime/containerd does: size, digest, and the decompression bounded by
-// d.UncompressedSize. The fake reads the media types the fakes write:
-// zstd (ocispec.MediaTypeImageLayerZstd) and uncompressed tar.
+// CheckDiff checks the diff blob in the Facts content store with
+// snapshot.VerifyDiff, the layer verifier runtime/containerd calls too:
+// size, digest, and the decompression (by magic number: zstd, gzip or
+// none) bounded by d.UncompressedSize with sha256 d.DiffID. A mismatch
+// wraps snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
 func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Diff) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -139,31 +120,7 @@ func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Diff) error {
 	if err != nil {
 		return fmt.Errorf("rootfsDiff: %w", err)
 	}
-	if int64(len(b)) != d.Size {
-		return fmt.Errorf("rootfsDiff %s: %d bytes, the ref records %d: %w", d.Digest, len(b), d.Size, resume.ErrDiffCorrupt)
-	}
-	var dr io.Reader = bytes.NewReader(b)
-	if d.MediaType == ocispec.MediaTypeImageLayerZstd {
-		zr, err := zstd.NewReader(dr)
-		if err != nil {
-			return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, resume.ErrDiffCorrupt)
-		}
-		defer zr.Close()
-		dr = zr
-	}
-	h := digest.SHA256.Digester()
-	n, err := io.Copy(&boundedWriter{w: h.Hash(), left: d.UncompressedSize}, dr)
-	switch {
-	case errors.Is(err, errTooLong):
-		return fmt.Errorf("rootfsDiff %s decompresses to more than the recorded uncompressedSize %d bytes: %w", d.Digest, d.UncompressedSize, resume.ErrDiffCorrupt)
-	case err != nil:
-		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, resume.ErrDiffCorrupt)
-	case n != d.UncompressedSize:
-		return fmt.Errorf("rootfsDiff %s decompresses to %d bytes, the ref records uncompressedSize %d: %w", d.Digest, n, d.UncompressedSize, resume.ErrDiffCorrupt)
-	case h.Digest() != d.DiffID:
-		return fmt.Errorf("rootfsDiff %s decompresses to diffID %s, the ref records %s: %w", d.Digest, h.Digest(), d.DiffID, resume.ErrDiffCorrupt)
-	}
-	return nil
+	return snapshot.VerifyDiff(bytes.NewReader(b), d)
 }
 
 // ContainerExists reports whether the fake created container id.

@@ -1,7 +1,14 @@
 package fake_test
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
@@ -51,4 +58,40 @@ func TestMaterializerConformance(t *testing.T) {
 			ID:      func(name string) string { return name },
 		}
 	})
+}
+
+// TestCheckDiffIsVerifyDiff: the fake Materializer's CheckDiff is the layer
+// verifier runtime/containerd runs (snapshot.VerifyDiff), not a copy of it:
+// for a good blob and for every kind of mismatch, both give the same
+// result, message for message.
+func TestCheckDiffIsVerifyDiff(t *testing.T) {
+	f, err := fake.NewFacts(snapshot.Host{ID: "h", IDSource: snapshot.IDSourceIntrospection, Platform: "linux/amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := bytes.Repeat([]byte("tar bytes "), 1000)
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(raw)
+	zw.Close()
+	blob := buf.Bytes()
+	f.PutBlob(blob)
+	good := snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob)),
+		DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
+	m := fake.NewMaterializer(f, fake.NewClaims())
+	for name, d := range map[string]snapshot.Diff{
+		"good":              good,
+		"size":              func(d snapshot.Diff) snapshot.Diff { d.Size--; return d }(good),
+		"diffID":            func(d snapshot.Diff) snapshot.Diff { d.DiffID = digest.FromString("x"); return d }(good),
+		"uncompressed size": func(d snapshot.Diff) snapshot.Diff { d.UncompressedSize -= 10; return d }(good),
+	} {
+		got := m.CheckDiff(t.Context(), d)
+		want := snapshot.VerifyDiff(bytes.NewReader(blob), d)
+		if fmt.Sprint(got) != fmt.Sprint(want) || errors.Is(got, snapshot.ErrDiffCorrupt) != (name != "good") {
+			t.Errorf("%s: CheckDiff = %v, VerifyDiff = %v", name, got, want)
+		}
+	}
 }

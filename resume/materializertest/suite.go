@@ -221,7 +221,7 @@ func Run(t *testing.T, newFixture New) {
 			x := d
 			bad(&x)
 			err := f.M.CheckDiff(ctx(t), x)
-			if !errors.Is(err, resume.ErrDiffCorrupt) {
+			if !errors.Is(err, snapshot.ErrDiffCorrupt) {
 				t.Errorf("CheckDiff(%s changed): %v, want ErrDiffCorrupt", name, err)
 			}
 		}

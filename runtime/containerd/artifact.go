@@ -1,17 +1,14 @@
 package containerd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/leases"
-	"github.com/containerd/containerd/v2/pkg/archive/compression"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -49,14 +46,14 @@ type StoredArtifact struct {
 // and the ref's creation time), and returns their descriptors. The same
 // ref always gives the same manifest digest.
 //
-// refFile goes through snapshot.OpenRefUnverified (parse, schema,
+// refFile goes through snapshot.OpenRefUnsafe (parse, schema,
 // integrity: the receiving host checks the signature). Errors: those of the
 // ref (exit 2 or 6); snapshot.ErrSnapshotMissing when the rootfs diff is
 // absent or has another size (exit 7); snapshot.ErrImageUnresolved when the
 // base platform manifest is absent (exit 5); daemon errors classified with
 // errdefs. Each names the digest.
 func (r *Runtime) StoreArtifact(ctx context.Context, refFile []byte) (*StoredArtifact, error) {
-	ref, err := snapshot.OpenRefUnverified(refFile)
+	ref, err := snapshot.OpenRefUnsafe(refFile)
 	if err != nil {
 		return nil, err
 	}
@@ -173,68 +170,19 @@ func (r *Runtime) checkStored(ctx context.Context, sizes map[digest.Digest]int64
 	return nil
 }
 
-// errTooLong marks a decompressed layer longer than its recorded size.
-var errTooLong = errors.New("decompressed beyond uncompressedSize")
-
-type boundedWriter struct {
-	w    io.Writer
-	left int64
-}
-
-func (b *boundedWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > b.left {
-		return 0, errTooLong
-	}
-	b.left -= int64(len(p))
-	return b.w.Write(p)
-}
-
-// VerifyDiff streams the rootfs diff blob once from the content store and
-// checks it against the verified ref (DESIGN "Moving runs"): the blob's
-// size and sha256 are d.Size and d.Digest, and its decompression
-// (compression.DecompressStream: gzip, zstd or none) has d.DiffID as its
-// sha256 and exactly d.UncompressedSize bytes; decompression stops as soon
-// as it would exceed d.UncompressedSize (a decompression bomb costs no more
-// than the recorded size). A mismatch wraps snapshot.ErrArtifactRefused and
-// names the digests; an absent blob wraps errdefs.ErrNotFound.
+// VerifyDiff checks the rootfs diff blob in the content store against the
+// verified ref with snapshot.VerifyDiff (size, digest, diffID, a
+// decompression bounded by d.UncompressedSize), for a blob that came with
+// an archive or from a registry: a mismatch wraps both
+// snapshot.ErrDiffCorrupt and snapshot.ErrArtifactRefused (the artifact is
+// refused, exit 2) and names the digests; an absent blob wraps
+// errdefs.ErrNotFound.
 func (r *Runtime) VerifyDiff(ctx context.Context, d snapshot.Diff) error {
-	ra, err := r.client.ContentStore().ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
-	if err != nil {
-		return fmt.Errorf("rootfsDiff %s: %w", d.Digest, native(err))
+	err := r.CheckDiff(ctx, d)
+	if errors.Is(err, snapshot.ErrDiffCorrupt) {
+		return fmt.Errorf("%w: %w", err, snapshot.ErrArtifactRefused)
 	}
-	defer ra.Close()
-	if ra.Size() != d.Size {
-		return fmt.Errorf("rootfsDiff %s: %d bytes, the ref records %d: %w", d.Digest, ra.Size(), d.Size, snapshot.ErrArtifactRefused)
-	}
-	blobHash := digest.SHA256.Digester()
-	rd := io.TeeReader(bufio.NewReaderSize(io.NewSectionReader(ra, 0, ra.Size()), readBufferSize), blobHash.Hash())
-	dr, err := compression.DecompressStream(rd)
-	if err != nil {
-		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, snapshot.ErrArtifactRefused)
-	}
-	defer dr.Close()
-	tarHash := digest.SHA256.Digester()
-	n, err := io.Copy(&boundedWriter{w: tarHash.Hash(), left: d.UncompressedSize}, dr)
-	if errors.Is(err, errTooLong) {
-		return fmt.Errorf("rootfsDiff %s decompresses to more than the recorded uncompressedSize %d bytes: %w", d.Digest, d.UncompressedSize, snapshot.ErrArtifactRefused)
-	}
-	if err != nil {
-		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, snapshot.ErrArtifactRefused)
-	}
-	// Read what the decompressor left of the blob, so its digest covers it all.
-	if _, err := io.Copy(io.Discard, rd); err != nil {
-		return fmt.Errorf("rootfsDiff %s: read: %w", d.Digest, native(err))
-	}
-	if got := blobHash.Digest(); got != d.Digest {
-		return fmt.Errorf("rootfsDiff blob has digest %s, the ref records %s: %w", got, d.Digest, snapshot.ErrArtifactRefused)
-	}
-	if n != d.UncompressedSize {
-		return fmt.Errorf("rootfsDiff %s decompresses to %d bytes, the ref records uncompressedSize %d: %w", d.Digest, n, d.UncompressedSize, snapshot.ErrArtifactRefused)
-	}
-	if got := tarHash.Digest(); got != d.DiffID {
-		return fmt.Errorf("rootfsDiff %s decompresses to diffID %s, the ref records %s: %w", d.Digest, got, d.DiffID, snapshot.ErrArtifactRefused)
-	}
-	return nil
+	return err
 }
 
 // holdRun adds the digests to the run lease of ref (created when absent)

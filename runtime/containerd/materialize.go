@@ -3,7 +3,6 @@ package containerd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -148,17 +147,17 @@ func (r *Runtime) ReleaseClaim(ctx context.Context, run string, holder resume.Cl
 	return nil
 }
 
-// CheckDiff is VerifyDiff with the classes of resume (DESIGN
-// "Materialize"): one streamed read checking size, digest, and the diffID
-// and size of the decompression bounded by d.UncompressedSize. A mismatch
-// wraps resume.ErrDiffCorrupt (exit 7); an absent blob errdefs.ErrNotFound.
+// CheckDiff implements resume.Materializer: it reads the rootfs diff blob
+// from the content store once and checks it with snapshot.VerifyDiff, the
+// layer verifier the fakes call too. A mismatch wraps snapshot.ErrDiffCorrupt (exit 7); an absent
+// blob errdefs.ErrNotFound.
 func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Diff) error {
-	err := r.VerifyDiff(ctx, d)
-	if errors.Is(err, snapshot.ErrArtifactRefused) {
-		msg := strings.TrimSuffix(err.Error(), ": "+snapshot.ErrArtifactRefused.Error())
-		return fmt.Errorf("%s: %w", msg, resume.ErrDiffCorrupt)
+	ra, err := r.client.ContentStore().ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
+	if err != nil {
+		return fmt.Errorf("rootfsDiff %s: %w", d.Digest, native(err))
 	}
-	return err
+	defer ra.Close()
+	return snapshot.VerifyDiff(ra, d)
 }
 
 // ContainerExists reports whether container id exists in this namespace.
@@ -205,7 +204,7 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // (an earlier resume killed between Prepare and NewContainer) is removed
 // first. On failure the prepared snapshot is removed. Errors:
 // errdefs.ErrAlreadyExists for an existing container or foreign snapshot
-// spec.ID; resume.ErrDiffCorrupt when extraction computes another diffID;
+// spec.ID; snapshot.ErrDiffCorrupt when extraction computes another diffID;
 // errdefs.ErrNotFound for missing base content.
 func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
 	lctx := leases.WithLease(ctx, snapshot.ClaimLease(spec.Run))
@@ -248,7 +247,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 	if err != nil {
 		err = native(err)
 		if strings.Contains(err.Error(), "wrong diff id") {
-			return fmt.Errorf("apply base %s + rootfsDiff %s (diffID %s): %v: %w", spec.Base.ManifestDigest, spec.Diff.Digest, spec.Diff.DiffID, err, resume.ErrDiffCorrupt)
+			return fmt.Errorf("apply base %s + rootfsDiff %s (diffID %s): %v: %w", spec.Base.ManifestDigest, spec.Diff.Digest, spec.Diff.DiffID, err, snapshot.ErrDiffCorrupt)
 		}
 		return fmt.Errorf("apply base %s + rootfsDiff %s: %w", spec.Base.ManifestDigest, spec.Diff.Digest, err)
 	}

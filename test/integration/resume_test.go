@@ -372,7 +372,7 @@ func TestResumeBitFlips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, err := snapshot.ParseRefFile(file)
+	orig, err := envelope.Parse(file, envelope.MemberRef)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestResumeBitFlips(t *testing.T) {
 			v := resume.Decide(c, r, r, req)
 			counts[v.ExitCode]++
 			same := false
-			if doc, err := snapshot.ParseRefFile(flipped); err == nil && doc.Verify(trust) == nil && bytes.Equal(doc.Canonical, orig.Canonical) {
+			if doc, err := envelope.Parse(flipped, envelope.MemberRef); err == nil && doc.Verify(trust) == nil && bytes.Equal(doc.Canonical, orig.Canonical) {
 				same = true
 			}
 			switch {

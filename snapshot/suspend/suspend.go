@@ -1,4 +1,4 @@
-package snapshot
+package suspend
 
 import (
 	"context"
@@ -15,46 +15,42 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Errors of Suspend; each carries a class (internal/exitcode) that the CLI
-// maps to an exit code.
+// Errors of Run, beside snapshot.ErrImageUnresolved (the image does not
+// resolve) and snapshot.ErrInvalidRun (the run id is not valid, or the
+// container id does not make one); each carries a class
+// (internal/exitcode).
 var (
 	// ErrMismatch: the declaration does not describe the container (its
 	// snapshot's parent is not the chain of the image the manifest names,
-	// or the reference's digest is not the image's). Exit 3, class
-	// "manifest-mismatch" (DESIGN "Suspend", step 2).
+	// or the reference's digest is not the image's; docs/design.md
+	// "Suspend", step 2). Class "manifest-mismatch".
 	ErrMismatch = errors.New("the declaration does not describe the container")
-	// ErrImageUnresolved: the manifest's image reference does not resolve
-	// through the content store for the host platform. Exit 5, class
-	// "image-unresolved".
-	ErrImageUnresolved = errors.New("image unresolved")
 	// ErrContainerNotFound: no container with that id in the namespace.
-	// Exit 2, class "bad-input" (DESIGN "CLI contract": a container that
-	// does not exist is 2).
+	// Class "bad-input" (a container that does not exist is refused
+	// input).
 	ErrContainerNotFound = errors.New("container not found")
-	// ErrRunConflict: the run lease exists for another container. Exit 8,
-	// class "claim-conflict".
+	// ErrRunConflict: the run lease exists for another container. Class
+	// "claim-conflict".
 	ErrRunConflict = errors.New("run id already used by another container")
-	// ErrInvalidRun: the run id is not valid (ValidRunID) or, with no run
-	// id given, the container id does not make one. Usage error (64).
-	ErrInvalidRun = errors.New("invalid run id")
 )
 
-// SuspendRequest is the input of Suspend (DESIGN "Suspend").
-type SuspendRequest struct {
+// Request is the input of Run (docs/design.md "Suspend").
+type Request struct {
 	// ContainerID is the container to capture (required).
 	ContainerID string
 	// ConfigPath is the devcontainer.json that declares the run (required).
 	ConfigPath string
-	// Lockfile is an explicit lockfile path (--lockfile); "" discovers one
-	// beside ConfigPath as the reference CLI does.
+	// Lockfile is an explicit lockfile path; "" discovers one beside
+	// ConfigPath as the reference CLI does.
 	Lockfile string
 	// Policy is the effective reserved-environment list (see
 	// envmanifest.LoadPolicy): ingestion refuses those names and the ref
 	// records the list. nil is recorded as [].
 	Policy []string
-	// Run is the run id; "" means DefaultRunID(ContainerID).
+	// Run is the run id; "" means snapshot.DefaultRunID(ContainerID).
 	Run string
 	// Keys sign the ref (at least one): crypto.Signers holding Ed25519
 	// keys (envelope.Sign).
@@ -69,11 +65,12 @@ type SuspendRequest struct {
 	Now func() time.Time
 }
 
-// SuspendResult is what Suspend did.
-type SuspendResult struct {
+// Result is what Run did.
+type Result struct {
 	// Ref is the signed SnapshotRef; File its file bytes, also stored as
-	// the ref blob RefBlob (media type MediaTypeRef) in the content store.
-	Ref     *Ref
+	// the ref blob RefBlob (media type snapshot.MediaTypeRef) in the
+	// content store.
+	Ref     *snapshot.Ref
 	File    []byte
 	RefBlob string
 	// Path is the ref file written.
@@ -85,19 +82,20 @@ type SuspendResult struct {
 	Resumed bool
 }
 
-// Suspend captures a container into the content store and writes a signed
-// SnapshotRef, following DESIGN "Suspend" step by step:
+// Run suspends a container: it captures its file system changes into the
+// content store and writes a signed SnapshotRef, following docs/design.md
+// "Suspend" step by step:
 //
 //  1. ingest the config (envmanifest.IngestFile with the lockfile and the
-//     policy); a refused config is a *envmanifest.RefusedError (exit 2);
-//  2. the container (ErrContainerNotFound, exit 2) must be described by
-//     the declaration: its snapshot's parent must be identity.ChainID of the
+//     policy); a refused config is a *envmanifest.RefusedError;
+//  2. the container (else ErrContainerNotFound) must be described by the
+//     declaration: its snapshot's parent must be identity.ChainID of the
 //     diffIDs of the image the manifest's reference resolves to for the
 //     host platform, and a digest in the reference must be that image's
-//     index or manifest digest (else ErrMismatch, exit 3; an image that
-//     does not resolve is ErrImageUnresolved, exit 5);
-//  3. create the run lease RunLease(run) first (a rerun finds it and keeps
-//     its creation time; a lease made for another container is
+//     index or manifest digest (else ErrMismatch; an image that does not
+//     resolve is snapshot.ErrImageUnresolved);
+//  3. create the run lease snapshot.RunLease(run) first (a rerun finds it
+//     and keeps its creation time; a lease made for another container is
 //     ErrRunConflict) and hold the base image's content in it; every later
 //     write is under it;
 //  4. pause a running task (a paused one stays paused), create the zstd
@@ -108,12 +106,14 @@ type SuspendResult struct {
 //     (io.sandbox-resume.run, io.sandbox-resume.manifest), and write the
 //     ref file temp → fsync → rename.
 //
-// An interruption at any point leaves no ref file or a complete one, and
-// calling Suspend again with the same run id completes the suspension
-// (also when the task was left paused). If the diff fails, a task this
-// call paused is resumed. A test can hold the process between steps with
-// the environment variable SANDBOX_RESUME_TEST_PAUSE_AT (faultpoint.go).
-func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResult, error) {
+// An invalid run id, or no run id when the container id does not make one,
+// is snapshot.ErrInvalidRun. An interruption at any point leaves no ref
+// file or a complete one, and calling Run again with the same run id
+// completes the suspension (also when the task was left paused). If the
+// diff fails, a task this call paused is resumed. A test can hold the
+// process between steps with the environment variable
+// SANDBOX_RESUME_TEST_PAUSE_AT (faultpoint.go).
+func Run(ctx context.Context, c snapshot.Capturer, req Request) (*Result, error) {
 	if req.ContainerID == "" {
 		return nil, errors.New("suspend: no container id")
 	}
@@ -123,11 +123,11 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	run := req.Run
 	if run == "" {
 		var ok bool
-		if run, ok = DefaultRunID(req.ContainerID); !ok {
-			return nil, fmt.Errorf("suspend: container id %q is not a valid run id; give one with --run: %w", req.ContainerID, ErrInvalidRun)
+		if run, ok = snapshot.DefaultRunID(req.ContainerID); !ok {
+			return nil, fmt.Errorf("suspend: container id %q is not a valid run id, so the run id must be given: %w", req.ContainerID, snapshot.ErrInvalidRun)
 		}
-	} else if !ValidRunID(run) {
-		return nil, fmt.Errorf("suspend: run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters: %w", run, MaxRunIDLen, ErrInvalidRun)
+	} else if !snapshot.ValidRunID(run) {
+		return nil, fmt.Errorf("suspend: run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters: %w", run, snapshot.MaxRunIDLen, snapshot.ErrInvalidRun)
 	}
 	out := req.Out
 	if out == "" {
@@ -163,7 +163,7 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	base, err := c.ResolveImage(ctx, m.Core.Image)
 	if err != nil {
 		if errdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("suspend: image %s: %v: %w", m.Core.Image, err, ErrImageUnresolved)
+			return nil, fmt.Errorf("suspend: image %s: %v: %w", m.Core.Image, err, snapshot.ErrImageUnresolved)
 		}
 		return nil, fmt.Errorf("suspend: resolve image %s: %w", m.Core.Image, err)
 	}
@@ -172,13 +172,13 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	}
 
 	// 3. The run lease first.
-	leaseID := RunLease(run)
-	res := &SuspendResult{Lease: leaseID, Path: out}
+	leaseID := snapshot.RunLease(run)
+	res := &Result{Lease: leaseID, Path: out}
 	created := now().UTC().Truncate(time.Second).Format(time.RFC3339)
 	err = c.CreateLease(ctx, leaseID, map[string]string{
-		LabelRun:       run,
-		LabelContainer: req.ContainerID,
-		LabelCreated:   created,
+		snapshot.LabelRun:       run,
+		snapshot.LabelContainer: req.ContainerID,
+		snapshot.LabelCreated:   created,
 	})
 	switch {
 	case err == nil:
@@ -187,10 +187,10 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 		if err != nil {
 			return nil, fmt.Errorf("suspend: run lease %s: %w", leaseID, err)
 		}
-		if owner := l.Labels[LabelContainer]; owner != req.ContainerID {
+		if owner := l.Labels[snapshot.LabelContainer]; owner != req.ContainerID {
 			return nil, fmt.Errorf("suspend: run lease %s was made for container %q, not %q: %w", leaseID, owner, req.ContainerID, ErrRunConflict)
 		}
-		if t, err := time.Parse(time.RFC3339, l.Labels[LabelCreated]); err == nil {
+		if t, err := time.Parse(time.RFC3339, l.Labels[snapshot.LabelCreated]); err == nil {
 			created = t.UTC().Format(time.RFC3339)
 		}
 		res.Resumed = true
@@ -205,7 +205,7 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	// 4. Pause, diff, stop (or resume).
 	pausedHere := false
 	switch ctr.Task {
-	case TaskRunning, TaskPausing:
+	case snapshot.TaskRunning, snapshot.TaskPausing:
 		if err := c.PauseTask(ctx, ctr.ID); err != nil {
 			return nil, fmt.Errorf("suspend: pause task of %q: %w", ctr.ID, err)
 		}
@@ -224,12 +224,12 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	faultPoint("diff")
 	kept := false
 	switch {
-	case req.KeepRunning && (ctr.Task == TaskRunning || ctr.Task == TaskPausing || ctr.Task == TaskPaused):
+	case req.KeepRunning && (ctr.Task == snapshot.TaskRunning || ctr.Task == snapshot.TaskPausing || ctr.Task == snapshot.TaskPaused):
 		if err := c.ResumeTask(ctx, ctr.ID); err != nil {
 			return nil, fmt.Errorf("suspend: resume task of %q: %w", ctr.ID, err)
 		}
 		kept = true
-	case ctr.Task != TaskNone:
+	case ctr.Task != snapshot.TaskNone:
 		if err := c.StopTask(ctx, ctr.ID); err != nil {
 			return nil, fmt.Errorf("suspend: stop task of %q: %w", ctr.ID, err)
 		}
@@ -238,8 +238,8 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	faultPoint("stop")
 
 	// 5. Ref blob, labels, ref file.
-	ref := &Ref{
-		Schema:      RefSchema,
+	ref := &snapshot.Ref{
+		Schema:      snapshot.RefSchema,
 		Run:         run,
 		Manifest:    m.Address,
 		Core:        m.Core,
@@ -252,16 +252,16 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 		KeptRunning: kept,
 		Created:     created,
 	}
-	file, err := SignRef(ref, req.Keys...)
+	file, err := snapshot.SignRef(ref, req.Keys...)
 	if err != nil {
 		return nil, fmt.Errorf("suspend: sign ref: %w", err)
 	}
-	desc, err := c.WriteBlob(ctx, leaseID, leaseID+"/ref", MediaTypeRef, file)
+	desc, err := c.WriteBlob(ctx, leaseID, leaseID+"/ref", snapshot.MediaTypeRef, file)
 	if err != nil {
 		return nil, fmt.Errorf("suspend: write ref blob under lease %s: %w", leaseID, err)
 	}
 	faultPoint("refblob")
-	if err := c.SetContainerLabels(ctx, ctr.ID, map[string]string{LabelRun: run, LabelManifest: m.Address}); err != nil {
+	if err := c.SetContainerLabels(ctx, ctr.ID, map[string]string{snapshot.LabelRun: run, snapshot.LabelManifest: m.Address}); err != nil {
 		return nil, fmt.Errorf("suspend: label container %q: %w", ctr.ID, err)
 	}
 	faultPoint("label")
@@ -272,8 +272,8 @@ func Suspend(ctx context.Context, c Capturer, req SuspendRequest) (*SuspendResul
 	return res, nil
 }
 
-// describes checks DESIGN "Suspend" step 2 for a resolved image.
-func describes(image string, base Base, ctr Container) error {
+// describes checks docs/design.md "Suspend" step 2 for a resolved image.
+func describes(image string, base snapshot.Base, ctr snapshot.Container) error {
 	want := ""
 	if len(base.DiffIDs) > 0 {
 		want = identity.ChainID(base.DiffIDs).String()

@@ -1,10 +1,10 @@
-package snapshot
+package suspend
 
 import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 
-// The test-only fault points of Suspend (internal/faultpoint): when the
+// The test-only fault points of Run (internal/faultpoint): when the
 // variable SANDBOX_RESUME_TEST_PAUSE_AT holds the name of one of the steps
-// below, Suspend writes the line
+// below, Run writes the line
 // "sandbox-resume: fault point <step> reached (pid <pid>)" to stderr on
 // reaching that step and then sleeps for faultpoint.Sleep before going on,
 // so that a test can SIGKILL the process in a known state
@@ -18,5 +18,5 @@ import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 //	refblob  the ref blob is under the lease, the container is not labelled
 //	label    the container is labelled, no ref file yet
 
-// faultPoint is the observer Suspend calls after each step (see above).
+// faultPoint is the observer Run calls after each step (see above).
 func faultPoint(step string) { faultpoint.Reach(step) }

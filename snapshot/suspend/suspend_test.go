@@ -1,4 +1,4 @@
-package snapshot_test
+package suspend_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 )
 
@@ -58,8 +59,8 @@ func newEnv(t *testing.T, config string) env {
 	return env{dir: dir, cfg: cfg, pub: pub, priv: priv}
 }
 
-func (e env) req(container, run string) snapshot.SuspendRequest {
-	return snapshot.SuspendRequest{ContainerID: container, ConfigPath: e.cfg, Run: run,
+func (e env) req(container, run string) suspend.Request {
+	return suspend.Request{ContainerID: container, ConfigPath: e.cfg, Run: run,
 		Keys: []crypto.Signer{e.priv}, Out: filepath.Join(e.dir, "ref.json")}
 }
 
@@ -69,17 +70,17 @@ func TestSuspendRefusals(t *testing.T) {
 		name, config, container, run string
 		want                         error
 	}{
-		{"other image", `{"image":"busybox:1"}`, "alp", "r", snapshot.ErrMismatch},
+		{"other image", `{"image":"busybox:1"}`, "alp", "r", suspend.ErrMismatch},
 		{"unresolvable image", `{"image":"debian:12"}`, "Box-1", "r", snapshot.ErrImageUnresolved},
 		{"digest not the image's", `{"image":"busybox:1@` + digest.FromString("x").String() + `"}`, "Box-1", "r", snapshot.ErrImageUnresolved},
-		{"no container", `{"image":"busybox:1"}`, "nope", "r", snapshot.ErrContainerNotFound},
+		{"no container", `{"image":"busybox:1"}`, "nope", "r", suspend.ErrContainerNotFound},
 		{"bad run", `{"image":"busybox:1"}`, "Box-1", "Bad_", snapshot.ErrInvalidRun},
 		{"no default run", `{"image":"busybox:1"}`, "Box-1", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
 			e := newEnv(t, tc.config)
-			_, err := snapshot.Suspend(ctx, f, e.req(tc.container, tc.run))
+			_, err := suspend.Run(ctx, f, e.req(tc.container, tc.run))
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("err = %v", err)
@@ -101,7 +102,7 @@ func TestSuspendRefusals(t *testing.T) {
 	}
 	t.Run("refused config", func(t *testing.T) {
 		e := newEnv(t, `{"image":"busybox:1","runArgs":[]}`)
-		_, err := snapshot.Suspend(ctx, newFake(), e.req("Box-1", "r"))
+		_, err := suspend.Run(ctx, newFake(), e.req("Box-1", "r"))
 		var re *envmanifest.RefusedError
 		if !errors.As(err, &re) || re.Refusals[0].Pointer != "/runArgs" {
 			t.Fatalf("err = %v", err)
@@ -110,11 +111,11 @@ func TestSuspendRefusals(t *testing.T) {
 	t.Run("run lease of another container", func(t *testing.T) {
 		f := newFake()
 		e := newEnv(t, `{"image":"busybox:1"}`)
-		if _, err := snapshot.Suspend(ctx, f, e.req("Box-1", "r")); err != nil {
+		if _, err := suspend.Run(ctx, f, e.req("Box-1", "r")); err != nil {
 			t.Fatal(err)
 		}
 		f.AddContainer(fake.Container{ID: "box-2", Image: busybox, Task: snapshot.TaskRunning})
-		if _, err := snapshot.Suspend(ctx, f, e.req("box-2", "r")); !errors.Is(err, snapshot.ErrRunConflict) {
+		if _, err := suspend.Run(ctx, f, e.req("box-2", "r")); !errors.Is(err, suspend.ErrRunConflict) {
 			t.Fatalf("err = %v, want ErrRunConflict", err)
 		}
 	})
@@ -127,7 +128,7 @@ func TestSuspendDefaultsAndKeepRunning(t *testing.T) {
 	req := e.req("Box-1", "")
 	req.KeepRunning = true
 	req.Policy = []string{"LD_PRELOAD"}
-	res, err := snapshot.Suspend(ctx, f, req)
+	res, err := suspend.Run(ctx, f, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 	ops := func() []string {
 		f := newFake()
 		e := newEnv(t, `{"image":"busybox:1"}`)
-		if _, err := snapshot.Suspend(ctx, f, e.req("Box-1", "r")); err != nil {
+		if _, err := suspend.Run(ctx, f, e.req("Box-1", "r")); err != nil {
 			t.Fatal(err)
 		}
 		return f.Ops()
@@ -178,7 +179,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 				n++
 				return nil
 			}
-			if _, err := snapshot.Suspend(ctx, f, e.req("Box-1", "r")); err == nil {
+			if _, err := suspend.Run(ctx, f, e.req("Box-1", "r")); err == nil {
 				t.Fatal("no error from the failed operation")
 			}
 			out := filepath.Join(e.dir, "ref.json")
@@ -189,7 +190,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 				pausedAfter[ops[i]] = true
 			}
 			f.Hook = nil
-			res, err := snapshot.Suspend(ctx, f, e.req("Box-1", "r"))
+			res, err := suspend.Run(ctx, f, e.req("Box-1", "r"))
 			if err != nil {
 				t.Fatalf("rerun: %v", err)
 			}
@@ -216,7 +217,7 @@ func TestDiscard(t *testing.T) {
 	ctx := context.Background()
 	f := newFake()
 	e := newEnv(t, `{"image":"busybox:1"}`)
-	res, err := snapshot.Suspend(ctx, f, e.req("Box-1", "r"))
+	res, err := suspend.Run(ctx, f, e.req("Box-1", "r"))
 	if err != nil {
 		t.Fatal(err)
 	}

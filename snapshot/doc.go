@@ -1,0 +1,29 @@
+// Package snapshot is the SnapshotRef: the signed record of a suspended
+// durable run (docs/design.md "SnapshotRef"), and the rules every holder
+// of one applies.
+//
+// # The ref
+//
+// Ref is the record: the run id, the manifest address and core of the
+// environment it was suspended in, whether that manifest was pinned, the
+// host, the base image the reference resolved to, and the rootfs diff
+// layer. SignRef writes a ref file (envelope.Sign over the ref's RFC 8785
+// JCS bytes); OpenRef is the one way to read one back: parse, signature,
+// schema and integrity, in that order, before any field is used.
+// OpenRefUnsafe skips the signature, for code that only forwards a ref to
+// a host that will open it with OpenRef.
+//
+// # Layers
+//
+// VerifyDiff is the one layer verifier: every reader of a stored rootfs
+// diff — materialize, import, pull, and every fake — checks the blob's
+// size and digest and its decompression, bounded by the recorded
+// uncompressed size, against the diffID with it.
+//
+// # Seams
+//
+// Capturer is what suspending a run (snapshot/suspend) needs of
+// containerd; runtime/containerd implements it against a daemon,
+// snapshot/fake in memory, and snapshot/capturertest is the conformance
+// suite both run.
+package snapshot
