@@ -24,6 +24,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -69,10 +70,7 @@ func ajv(t *testing.T) func(docs []ajvDoc) map[string]ajvResult {
 		_, err = os.Stat(filepath.Join(modules, "ajv-formats"))
 	}
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("stock validator missing (run make deps: node, .tools/node_modules/ajv, ajv-formats): %v", err)
-		}
-		t.Skipf("stock validator missing (run make deps): %v", err)
+		testenv.Missing(t, "the stock validator (node, .tools/node_modules/ajv, ajv-formats; make deps installs them): %v", err)
 	}
 	return func(docs []ajvDoc) map[string]ajvResult {
 		t.Helper()
@@ -179,17 +177,7 @@ func sortedKeys(m map[string]bool) []string {
 
 func sharedDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("SANDBOX_RESUME_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "corpus", "devcontainer")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared folder missing (set SANDBOX_RESUME_SHARED): %v", err)
-		}
-		t.Skipf("shared folder missing: %v", err)
-	}
-	return dir
+	return testenv.Shared(t)
 }
 
 // c7Vector is the part of a C7 vector (envmanifest/testdata/c7) this test
@@ -682,13 +670,7 @@ func TestStockValidatorRefusesBrokenDocuments(t *testing.T) {
 // sharedAvailable reports whether the corpus parts can run: the shared
 // folder is there, or CI=true (where loadCorpus fails when it is missing).
 // Without it the C7 parts still run.
-func sharedAvailable() bool {
-	if os.Getenv("SANDBOX_RESUME_SHARED") != "" || os.Getenv("CI") != "" {
-		return true
-	}
-	fi, err := os.Stat(filepath.Join("..", "..", "shared", "corpus", "devcontainer"))
-	return err == nil && fi.IsDir()
-}
+func sharedAvailable() bool { return testenv.HasShared() }
 
 // verdictFixtures runs resume.Decide against the in-memory fake for one
 // accepted run and one run per refusal it can produce without a daemon,

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -130,3 +131,24 @@ func Seed(t testing.TB, def uint64) uint64 {
 // RandomSeed returns a fresh seed (for Seed's def when each run should
 // try new choices).
 func RandomSeed() uint64 { return rand.Uint64() }
+
+// optionalLogged holds the test name and tool pairs OptionalPath logged.
+var optionalLogged sync.Map
+
+// OptionalPath is LookPath for a tool that only part of a test needs: when
+// it is missing it returns "" locally (logged once per test, and the test
+// runs without that part) and fails t under CI=true.
+func OptionalPath(t testing.TB, name, hint string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if CI() {
+			t.Fatalf("CI=true, and a prerequisite is missing: %s is not on PATH (%s)", name, hint)
+		}
+		if _, logged := optionalLogged.LoadOrStore(t.Name()+"\x00"+name, true); !logged {
+			t.Logf("%s is not on PATH (%s): the parts that need it are left out; under CI=true this fails", name, hint)
+		}
+		return ""
+	}
+	return p
+}

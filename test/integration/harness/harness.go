@@ -40,6 +40,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
@@ -64,28 +65,15 @@ var DisabledPlugins = []string{
 	"io.containerd.internal.v1.opt",
 }
 
-// CI reports whether CI=true: prerequisites missing then fail tests instead
-// of skipping them.
-func CI() bool { return os.Getenv("CI") == "true" }
-
 // Require skips t under -short (`make unit`: no daemons) and when not
-// running as root, unless CI=true, where not being root fails.
+// running as root, unless CI=true, where not being root fails
+// (internal/testenv decides).
 func Require(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no containerd daemons")
 	}
-	if os.Geteuid() != 0 {
-		missing(t, "integration tests need root to run containerd")
-	}
-}
-
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if CI() {
-		t.Fatalf("CI=true: "+format, args...)
-	}
-	t.Skipf(format+" (skipped; under CI=true this fails)", args...)
+	testenv.RequireRoot(t, "the integration tests run containerd daemons")
 }
 
 // Daemon is one running containerd started by Start.
@@ -525,7 +513,7 @@ func Binaries(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() { binDir, binErr = ensureBinaries() })
 	if binErr != nil {
-		missing(t, "harness: containerd binaries: %v", binErr)
+		testenv.Missing(t, "harness: containerd binaries: %v", binErr)
 	}
 	return binDir
 }
