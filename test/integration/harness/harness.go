@@ -11,7 +11,8 @@
 // with Daemon.ID carry the daemon's name. Cleanup kills tasks, deletes
 // containers, stops the daemon, unmounts what is still mounted under its
 // directory and removes only what it made; the daemon log is printed when the
-// test failed.
+// test failed. No process of the daemon survives cleanup (its shims
+// included): see Processes.
 //
 // Tests skip when not root unless CI=true, where a missing prerequisite fails
 // (Require).
@@ -343,6 +344,11 @@ func (d *Daemon) cleanup(t testing.TB) {
 		d.removeContainers(t)
 	}
 	d.stop(t)
+	// Shims outlive their daemon (by design: a daemon restart keeps the
+	// tasks), and a killed daemon, or a task the removal above could not
+	// delete, leaves them running with parent 1, holding their
+	// containers: kill them and what runs in this daemon's cgroups.
+	d.killProcesses(t)
 	d.unmountAll(t)
 	d.mu.Lock()
 	nss := make([]string, 0, len(d.namespaces))
