@@ -88,4 +88,3 @@ func withMarker(marker string) []string {
 	}
 	return out
 }
-
