@@ -272,7 +272,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	case err != nil:
 		return "", ClassInternal, false, fmt.Errorf("container %s: %w", spec.ID, err)
 	case exists:
-		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another with --container)", spec.ID)
+		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another container id)", spec.ID)
 	}
 	err = m.CheckDiff(ctx, spec.Diff)
 	switch {
@@ -285,7 +285,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	err = m.CreateContainer(ctx, spec)
 	switch {
 	case errdefs.IsAlreadyExists(err):
-		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another with --container): %w", spec.ID, err)
+		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another container id): %w", spec.ID, err)
 	case errors.Is(err, snapshot.ErrDiffCorrupt):
 		return "", ClassSnapshotMissing, false, err
 	case errdefs.IsNotFound(err):
