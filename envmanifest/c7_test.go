@@ -24,7 +24,7 @@ import (
 // c7Update fills the "address" fields of testdata/c7 from the hand-written
 // canonical bytes (`go test ./envmanifest -run TestC7 -update`). Nothing
 // else in a case file is ever written by a program.
-var c7Update = flag.Bool("update", false, "fill the address fields of testdata/c7 from their hand-written canonical bytes")
+var c7Update = flag.Bool("update", false, "fill the address fields of testdata/c7 from their hand-written canonical bytes, and rewrite testdata/corpus-canonical.json (TestCorpus)")
 
 const c7Dir = "testdata/c7"
 
