@@ -5,6 +5,7 @@ export PATH := $(CURDIR)/bin:/usr/local/go/bin:$(PATH)
 CONTAINERD_VERSION := $(shell awk '$$1=="github.com/containerd/containerd/v2"{print $$2; exit}' go.mod)
 APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo
 FUZZTIME ?= 10m
+GOLANGCI_LINT_VERSION := v2.15.0
 
 .PHONY: help deps build test unit integration bench fuzz lint clean demo docs
 
@@ -35,9 +36,13 @@ bench: build ## performance report: bench/run.sh writes docs/PERFORMANCE.md and 
 fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	./hack/fuzz.sh $(FUZZTIME)
 
-lint: ## gofmt, go vet
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml; the pinned GOLANGCI_LINT_VERSION, installed into bin/ on first use)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags faultpoint ./internal/faultpoint ./snapshot/suspend ./resume ./migrate ./runtime/containerd
+	@./hack/golangci-lint.sh $(GOLANGCI_LINT_VERSION)
+	bin/golangci-lint run ./...
+	bin/golangci-lint run --build-tags faultpoint ./internal/faultpoint/...
 
 clean: ## remove build output (keeps the cached containerd binaries)
 	rm -f bin/sandbox-resume
