@@ -60,7 +60,8 @@ type ImportResult struct {
 // store's carry errdefs classes.
 //
 // A test can hold the process between steps with the environment variable
-// SANDBOX_RESUME_TEST_PAUSE_AT (internal/faultpoint; no effect when unset),
+// SANDBOX_RESUME_TEST_PAUSE_AT (internal/faultpoint: only in a binary built
+// with -tags faultpoint; no effect when unset),
 // to SIGKILL it in a known state (test/integration/fault_test.go):
 //
 //	import-scan       steps 1-2 done, nothing written to the store

@@ -24,13 +24,12 @@ import (
 // run is a suspended run in a memStore: its base image (manifest, config,
 // one layer), its zstd rootfs diff, and its ref file signed by key.
 type run struct {
-	store   *memStore
-	ref     *snapshot.Ref
-	file    []byte
-	trust   *envelope.KeyRing
-	diff    []byte
-	base    ocispec.Descriptor
-	baseRaw [][]byte
+	store *memStore
+	ref   *snapshot.Ref
+	file  []byte
+	trust *envelope.KeyRing
+	diff  []byte
+	base  ocispec.Descriptor
 }
 
 // newRun builds a run; edit may change the ref before it is signed.

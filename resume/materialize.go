@@ -206,10 +206,10 @@ func NotApplied(core *envmanifest.Core) []string {
 // member reports the outcome; Container and NotApplied are set once the
 // container exists. A daemon error is class internal (exit 1).
 //
-// Fault points (internal/faultpoint, test-only: with
-// SANDBOX_RESUME_TEST_PAUSE_AT=<step> the process reports the step on
-// stderr and holds there so that a test can SIGKILL it; no effect when
-// unset), in order — runtime/containerd/materialize.go adds the steps
+// Fault points (internal/faultpoint, test-only: in a binary built with
+// -tags faultpoint and SANDBOX_RESUME_TEST_PAUSE_AT=<step> the process
+// reports the step on stderr and holds there so that a test can SIGKILL
+// it; no effect when unset, and none at all without the tag), in order — runtime/containerd/materialize.go adds the steps
 // marked (rt):
 //
 //	resume-takeover    (rt) the takeover lock lease exists, the stale claim is not yet replaced

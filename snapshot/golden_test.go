@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.ref.json from the hand-written canonical bytes")
@@ -34,14 +35,7 @@ func testKey(t testing.TB) *envelope.KeyRing {
 
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not on PATH (make deps installs it)", name)
-		}
-		t.Skipf("%s not on PATH", name)
-	}
-	return p
+	return testenv.LookPath(t, name, "make deps installs it")
 }
 
 func TestGoldenRefs(t *testing.T) {

@@ -2,7 +2,8 @@ package suspend
 
 import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 
-// The test-only fault points of Run (internal/faultpoint): when the
+// The test-only fault points of Run (internal/faultpoint): in a binary
+// built with -tags faultpoint, when the
 // variable SANDBOX_RESUME_TEST_PAUSE_AT holds the name of one of the steps
 // below, Run writes the line
 // "sandbox-resume: fault point <step> reached (pid <pid>)" to stderr on

@@ -112,7 +112,8 @@ type Result struct {
 // completes the suspension (also when the task was left paused). If the
 // diff fails, a task this call paused is resumed. A test can hold the
 // process between steps with the environment variable
-// SANDBOX_RESUME_TEST_PAUSE_AT (faultpoint.go).
+// SANDBOX_RESUME_TEST_PAUSE_AT in a binary built with -tags faultpoint
+// (faultpoint.go).
 func Run(ctx context.Context, c snapshot.Capturer, req Request) (*Result, error) {
 	if req.ContainerID == "" {
 		return nil, errors.New("suspend: no container id")

@@ -28,6 +28,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
@@ -388,8 +389,25 @@ func TestImportFaultTrials(t *testing.T) {
 	}
 	t.Logf("an uninterrupted import process takes %s (archive %d bytes)", full, exp.Size)
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random kill times: seed %d", seed)
+	// The shipped build has no fault points: the binary built as `make
+	// build` does (no -tags faultpoint), told to hold at an import step,
+	// neither reports it nor holds, and imports completely.
+	{
+		ns := d.NewNamespace()
+		out := filepath.Join(dir, "plain.ref.json")
+		cmd := exec.Command(plainCLI(t), "--address", d.Address, "--namespace", ns, "--output", "json", "import", r.archive, "--trust", s.pub, "--out", out)
+		cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=", faultpoint.Env+"=import-ingest")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil || strings.Contains(stderr.String(), "fault point") {
+			t.Fatalf("the plain binary with %s=import-ingest: %v; stderr:\n%s", faultpoint.Env, err, stderr.String())
+		}
+		if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, r.refFile) {
+			t.Fatalf("the plain binary's import wrote %q (%v), want the ref file", got, err)
+		}
+	}
+
+	seed := testenv.Seed(t, testenv.RandomSeed()) // the random kill times; logged, SANDBOX_RESUME_TEST_SEED replays them
 	rng := mrand.New(mrand.NewPCG(seed, 0))
 	type trial struct {
 		step  string

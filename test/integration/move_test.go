@@ -21,6 +21,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -358,13 +359,8 @@ func TestMoveInterop(t *testing.T) {
 	var exp migrate.ExportResult
 	mustCLI(t, a, "", &exp, "export", "--ref", s.refPath, "--out", run)
 
-	if _, err := exec.LookPath("skopeo"); err != nil {
-		if harness.CI() {
-			t.Fatal("skopeo is not installed")
-		}
-		t.Skip("skopeo is not installed (make deps)")
-	}
-	out, err := exec.Command("skopeo", "inspect", "--raw", "oci-archive:"+run).CombinedOutput()
+	skopeo := testenv.LookPath(t, "skopeo", "make deps installs it")
+	out, err := exec.Command(skopeo, "inspect", "--raw", "oci-archive:"+run).CombinedOutput()
 	if err != nil {
 		t.Fatalf("skopeo inspect --raw: %v\n%s", err, out)
 	}

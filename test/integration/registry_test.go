@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"errors"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -240,12 +241,7 @@ func TestRegistryAuthTLS(t *testing.T) {
 	})
 
 	t.Run("skopeo copy --src-creds", func(t *testing.T) {
-		if _, err := exec.LookPath("skopeo"); err != nil {
-			if harness.CI() {
-				t.Fatal("skopeo is not installed")
-			}
-			t.Skip("skopeo is not installed (make deps)")
-		}
+		testenv.LookPath(t, "skopeo", "make deps")
 		layout := filepath.Join(t.TempDir(), "layout")
 		out, err := exec.Command("skopeo", "copy", "--src-creds", "alice:alice-pw", "--src-cert-dir", reg.CertDir,
 			"docker://"+target, "oci:"+layout+":run").CombinedOutput()

@@ -21,6 +21,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -428,8 +429,7 @@ func TestResumeFaultTrials(t *testing.T) {
 	}
 	t.Logf("an uninterrupted resume --start process takes %s", full)
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random kill times: seed %d", seed)
+	seed := testenv.Seed(t, testenv.RandomSeed()) // the random kill times; logged, SANDBOX_RESUME_TEST_SEED replays them
 	rng := rand.New(rand.NewPCG(seed, 0))
 	type trial struct {
 		step  string        // a fault point, or "" for a random kill

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,33 +37,60 @@ var (
 	cliErr  error
 )
 
-// cli builds cmd/sandbox-resume once per test process into a fresh
-// directory under the system temp dir (shared by every test of the process,
-// so no single test's cleanup may remove it; about 20 MB).
+// cli builds cmd/sandbox-resume with the fault points (-tags faultpoint,
+// internal/faultpoint) once per test process into a fresh directory under
+// the system temp dir (shared by every test of the process, so no single
+// test's cleanup may remove it; about 20 MB). It is built without -race
+// even when the tests are (a faster binary; the race detector covers the
+// same code in the packages' own tests).
 func cli(t testing.TB) string {
 	t.Helper()
-	cliOnce.Do(func() {
-		root, err := harness.RepoRoot()
-		if err != nil {
-			cliErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "sr-cli-")
-		if err != nil {
-			cliErr = err
-			return
-		}
-		cliPath = filepath.Join(dir, "sandbox-resume")
-		cmd := exec.Command("go", "build", "-o", cliPath, "./cmd/sandbox-resume")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cliErr = errors.New("go build ./cmd/sandbox-resume: " + err.Error() + "\n" + string(out))
-		}
-	})
+	cliOnce.Do(func() { cliPath, cliErr = buildCLI("sandbox-resume", "-tags", "faultpoint") })
 	if cliErr != nil {
 		t.Fatal(cliErr)
 	}
 	return cliPath
+}
+
+var (
+	plainOnce sync.Once
+	plainPath string
+	plainErr  error
+)
+
+// plainCLI builds cmd/sandbox-resume as `make build` does (no build tags:
+// no fault points), once per test process, beside cli's binary.
+func plainCLI(t testing.TB) string {
+	t.Helper()
+	cli(t) // the directory TestMain removes
+	plainOnce.Do(func() { plainPath, plainErr = buildCLI("sandbox-resume-plain") })
+	if plainErr != nil {
+		t.Fatal(plainErr)
+	}
+	return plainPath
+}
+
+// buildCLI builds ./cmd/sandbox-resume with the extra go build flags into
+// the directory of cliPath (made on first use) as name.
+func buildCLI(name string, flags ...string) (string, error) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(cliPath)
+	if cliPath == "" {
+		if dir, err = os.MkdirTemp("", "sr-cli-"); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(dir, name)
+	args := append(append([]string{"build", "-o", path}, flags...), "./cmd/sandbox-resume")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return path, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return path, nil
 }
 
 const suspendedConfig = `{

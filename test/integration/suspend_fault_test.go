@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -300,8 +301,7 @@ func TestSuspendFaultTrials(t *testing.T) {
 	}
 	t.Logf("an uninterrupted suspend process takes %s", full)
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random kill times: seed %d", seed)
+	seed := testenv.Seed(t, testenv.RandomSeed()) // the random kill times; logged, SANDBOX_RESUME_TEST_SEED replays them
 	rng := rand.New(rand.NewPCG(seed, 0))
 
 	type trial struct {
