@@ -45,7 +45,7 @@ func BenchmarkVerifyRefBulk(b *testing.B) {
 	files := make([][]byte, n)
 	for i := range files {
 		fx.ref.Run = fmt.Sprintf("run-%05d", i)
-		fx.ref.RootfsDiff.Size = int64(1000 + i)
+		fx.ref.Layers[0].Size = int64(1000 + i)
 		files[i] = mustSign(b, fx)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -192,8 +192,8 @@ type lookups struct {
 	host    *future[snapshot.Host]
 	resolve *future[snapshot.Base] // nil when core.image carries a digest
 	missing *future[[]digest.Digest]
-	blob    *future[int64]
-	claim   *future[*Claim] // nil without a claim store
+	blobs   []*future[int64] // the sizes of refBlobs(ref), in that order
+	claim   *future[*Claim]  // nil without a claim store
 }
 
 // future is the result of one lookup running in its own goroutine.
@@ -223,7 +223,9 @@ func (s *state) startLookups(ctx context.Context) {
 	l := &lookups{
 		host:    lookup(func() (snapshot.Host, error) { return s.facts.Host(ctx) }),
 		missing: lookup(func() ([]digest.Digest, error) { return s.facts.MissingContent(ctx, ref.Base.ManifestDigest) }),
-		blob:    lookup(func() (int64, error) { return s.facts.BlobSize(ctx, ref.RootfsDiff.Digest) }),
+	}
+	for _, b := range refBlobs(ref) {
+		l.blobs = append(l.blobs, lookup(func() (int64, error) { return s.facts.BlobSize(ctx, b.digest) }))
 	}
 	if named, err := reference.ParseNormalizedNamed(ref.Core.Image); err == nil {
 		if _, digested := named.(reference.Digested); !digested {
@@ -477,20 +479,48 @@ func joinDigests(ds []digest.Digest) string {
 	return strings.Join(ss, ", ")
 }
 
-// 9 snapshot: the rootfsDiff blob is present with its digest and size.
-func (s *state) snapshot(ctx context.Context) (string, error) {
-	d := s.ref.RootfsDiff
-	size, err := s.look.blob.get()
-	switch {
-	case errdefs.IsNotFound(err):
-		return "", refuse(CheckSnapshot, ClassSnapshotMissing, fmt.Errorf("rootfsDiff %s is not in the content store: %w", d.Digest, err))
-	case err != nil:
-		return "", internal(CheckSnapshot, fmt.Errorf("rootfsDiff %s: %w", d.Digest, err))
-	case size != d.Size:
-		return "", refusef(CheckSnapshot, ClassSnapshotMissing,
-			"rootfsDiff %s is %d bytes in the content store, the ref records %d", d.Digest, size, d.Size)
+// refBlob is one blob a ref records: where it is named (a JSON Pointer
+// into the ref), its digest and its size in bytes.
+type refBlob struct {
+	pointer string
+	digest  digest.Digest
+	size    int64
+}
+
+// refBlobs lists the blobs check 9 looks for: every layer in order, then
+// the spec blob (a /1 ref has none).
+func refBlobs(ref *snapshot.Ref) []refBlob {
+	var out []refBlob
+	for i, l := range ref.Layers {
+		out = append(out, refBlob{fmt.Sprintf("/ref/layers/%d", i), l.Digest, l.Size})
 	}
-	return fmt.Sprintf("rootfsDiff %s present, %d bytes", d.Digest, size), nil
+	if ref.IsV1() && len(out) == 1 {
+		out[0].pointer = "/ref/rootfsDiff"
+	}
+	if ref.Spec != nil {
+		out = append(out, refBlob{"/ref/spec", ref.Spec.Digest, ref.Spec.Size})
+	}
+	return out
+}
+
+// 9 snapshot: every blob of layers and the spec blob is present with its
+// digest and size.
+func (s *state) snapshot(ctx context.Context) (string, error) {
+	var present []string
+	for i, b := range refBlobs(s.ref) {
+		size, err := s.look.blobs[i].get()
+		switch {
+		case errdefs.IsNotFound(err):
+			return "", refuse(CheckSnapshot, ClassSnapshotMissing, fmt.Errorf("%s: blob %s is not in the content store: %w", b.pointer, b.digest, err))
+		case err != nil:
+			return "", internal(CheckSnapshot, fmt.Errorf("%s: blob %s: %w", b.pointer, b.digest, err))
+		case size != b.size:
+			return "", refusef(CheckSnapshot, ClassSnapshotMissing,
+				"%s: blob %s is %d bytes in the content store, the ref records %d", b.pointer, b.digest, size, b.size)
+		}
+		present = append(present, fmt.Sprintf("%s %s (%d bytes)", b.pointer, b.digest, size))
+	}
+	return strings.Join(present, ", ") + " present", nil
 }
 
 // 10 claim: no live claim exists for the run; none is created here.

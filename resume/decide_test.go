@@ -143,7 +143,7 @@ func TestDecideRefFile(t *testing.T) {
 		}, 2, resume.ClassBadInput, resume.CheckRefSchema, "/ref/pinned"},
 		{"signed ref of a newer schema", func() []byte {
 			inner := innerOf(t, fx)
-			inner["schema"] = "sandbox.snapshot-ref/2"
+			inner["schema"] = "sandbox.snapshot-ref/3"
 			return signInner(t, inner, fx.key)
 		}, 2, resume.ClassBadInput, resume.CheckRefSchema, "newer"},
 		{"manifest is not the address of core", func() []byte {
@@ -391,14 +391,14 @@ func TestDecideImage(t *testing.T) {
 
 func TestDecideSnapshot(t *testing.T) {
 	fx := newFixture(t, baseConfig)
-	fx.ref.RootfsDiff.Size++
+	fx.ref.Layers[0].Size++
 	v := fx.decide()
 	wantVerdict(t, v, 7, resume.ClassSnapshotMissing, resume.CheckSnapshot)
-	fx.ref.RootfsDiff.Size--
-	fx.facts.DeleteBlob(fx.ref.RootfsDiff.Digest)
+	fx.ref.Layers[0].Size--
+	fx.facts.DeleteBlob(fx.ref.Layers[0].Digest)
 	v = fx.decide()
 	wantVerdict(t, v, 7, resume.ClassSnapshotMissing, resume.CheckSnapshot)
-	if !strings.Contains(v.Failed().Detail, fx.ref.RootfsDiff.Digest.String()) {
+	if !strings.Contains(v.Failed().Detail, fx.ref.Layers[0].Digest.String()) {
 		t.Errorf("detail %q does not name the diff", v.Failed().Detail)
 	}
 }

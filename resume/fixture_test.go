@@ -121,22 +121,26 @@ func newFixture(t testing.TB, config string) *fixture {
 		t.Fatal(err)
 	}
 	diff := []byte("zstd rootfs diff of " + testRun)
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
 	fx.ref = snapshot.Ref{
-		Schema:   snapshot.RefSchema,
-		Run:      testRun,
-		Manifest: m.Address,
-		Core:     m.Core,
-		Pinned:   m.Core.IsPinned(),
-		Policy:   []string{},
-		Host:     testHost(),
-		Base:     base,
-		RootfsDiff: snapshot.Diff{
+		Schema:     snapshot.RefSchema,
+		Run:        testRun,
+		Generation: 1,
+		Manifest:   m.Address,
+		Core:       m.Core,
+		Pinned:     m.Core.IsPinned(),
+		Policy:     []string{},
+		Host:       testHost(),
+		Base:       base,
+		Layers: []snapshot.Layer{{
 			MediaType:        ocispec.MediaTypeImageLayerZstd,
 			Digest:           facts.PutBlob(diff),
 			Size:             int64(len(diff)),
 			DiffID:           digest.FromString("uncompressed diff"),
 			UncompressedSize: 4096,
-		},
+		}},
+		Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: facts.PutBlob(spec), Size: int64(len(spec))},
+		Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"},
 		Created: "2026-11-30T17:00:00Z",
 	}
 	return fx

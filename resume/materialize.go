@@ -25,7 +25,8 @@ import (
 // container labels snapshot.LabelRun and snapshot.LabelManifest; Base is the
 // verified ref's base image (its ManifestDigest names the layers applied,
 // DiffIDs their uncompressed digests, ConfigDigest the image config the
-// spec starts from); Diff is the verified rootfs diff applied on top; Env
+// spec starts from); Layers are the verified ref's layers, applied on top
+// in order (oldest first; a generation-1 ref has one); Env
 // holds "KEY=VALUE" entries added to the image config's environment (the
 // containerEnv entries whose values hold no "${"), sorted by key.
 type ContainerSpec struct {
@@ -33,7 +34,7 @@ type ContainerSpec struct {
 	Run      string
 	Manifest string
 	Base     snapshot.Base
-	Diff     snapshot.Diff
+	Layers   []snapshot.Layer
 	Env      []string
 }
 
@@ -65,18 +66,18 @@ type Materializer interface {
 	// absent) it does nothing and returns nil.
 	ReleaseClaim(ctx context.Context, run string, holder Claim) error
 
-	// CheckDiff reads the stored rootfs diff blob with snapshot.VerifyDiff,
+	// CheckDiff reads a stored layer blob of the ref with snapshot.VerifyDiff,
 	// the one layer verifier (size, digest, and a decompression bounded by
 	// d.UncompressedSize with sha256 d.DiffID). A mismatch wraps
 	// snapshot.ErrDiffCorrupt and names both digests; an absent blob wraps
 	// errdefs.ErrNotFound.
-	CheckDiff(ctx context.Context, d snapshot.Diff) error
+	CheckDiff(ctx context.Context, d snapshot.Layer) error
 
 	// ContainerExists reports whether a container with this id exists (in
 	// this namespace).
 	ContainerExists(ctx context.Context, id string) (bool, error)
 
-	// CreateContainer applies the base layers and spec.Diff (containerd:
+	// CreateContainer applies the base layers and spec.Layers (containerd:
 	// rootfs.ApplyLayers under run's claim lease), prepares the snapshot
 	// spec.ID on the host's default snapshotter and creates the container
 	// spec.ID (spec from the base image config plus spec.Env; runtime
@@ -229,7 +230,7 @@ func Resume(ctx context.Context, facts Facts, claims Claims, m Materializer, req
 	faultpoint.Reach("resume-claimed")
 	spec := ContainerSpec{
 		ID: s.containerID, Run: s.ref.Run, Manifest: s.ref.Manifest,
-		Base: s.ref.Base, Diff: s.ref.RootfsDiff,
+		Base: s.ref.Base, Layers: s.ref.Layers,
 	}
 	spec.Env, _ = ContainerEnv(&s.ref.Core)
 	detail, class, created, err := materialize(ctx, m, spec)
@@ -274,12 +275,16 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	case exists:
 		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another with --container)", spec.ID)
 	}
-	err = m.CheckDiff(ctx, spec.Diff)
-	switch {
-	case errors.Is(err, snapshot.ErrDiffCorrupt), errdefs.IsNotFound(err):
-		return "", ClassSnapshotMissing, false, err
-	case err != nil:
-		return "", ClassInternal, false, fmt.Errorf("verify rootfsDiff %s: %w", spec.Diff.Digest, err)
+	var size, uncompressed int64
+	for i, l := range spec.Layers {
+		err = m.CheckDiff(ctx, l)
+		switch {
+		case errors.Is(err, snapshot.ErrDiffCorrupt), errdefs.IsNotFound(err):
+			return "", ClassSnapshotMissing, false, fmt.Errorf("layers/%d: %w", i, err)
+		case err != nil:
+			return "", ClassInternal, false, fmt.Errorf("verify layers/%d %s: %w", i, l.Digest, err)
+		}
+		size, uncompressed = size+l.Size, uncompressed+l.UncompressedSize
 	}
 	faultpoint.Reach("resume-diffchecked")
 	err = m.CreateContainer(ctx, spec)
@@ -293,8 +298,8 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	case err != nil:
 		return "", ClassInternal, false, fmt.Errorf("create container %s: %w", spec.ID, err)
 	}
-	return fmt.Sprintf("rootfsDiff %s verified (%d bytes, diffID %s, %d bytes uncompressed); base %s + diff applied; container %s created",
-		spec.Diff.Digest, spec.Diff.Size, spec.Diff.DiffID, spec.Diff.UncompressedSize, spec.Base.ManifestDigest, spec.ID), "", true, nil
+	return fmt.Sprintf("%s verified (%d bytes, %d bytes uncompressed); base %s + %s applied; container %s created",
+		layersWord(spec.Layers), size, uncompressed, spec.Base.ManifestDigest, layersWord(spec.Layers), spec.ID), "", true, nil
 }
 
 // claimAndHold is check 10 without --check: create the claim, or take over
@@ -335,4 +340,13 @@ func (s *state) claimAndHold(ctx context.Context) (string, error) {
 		return "", internal(CheckClaim, fmt.Errorf("claim run %q: %w", run, err))
 	}
 	return fmt.Sprintf("claimed run %q%s: %s", run, took, &holder), nil
+}
+
+// layersWord names a ref's layers in a detail: the one layer's digest, or
+// how many there are.
+func layersWord(ls []snapshot.Layer) string {
+	if len(ls) == 1 {
+		return fmt.Sprintf("layer %s (diffID %s)", ls[0].Digest, ls[0].DiffID)
+	}
+	return fmt.Sprintf("%d layers", len(ls))
 }

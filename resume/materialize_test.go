@@ -19,7 +19,7 @@ func materializable(t *testing.T, config string) (*fixture, *fake.Materializer) 
 	fx := newFixture(t, config)
 	blob, d := materializertest.Diff(t, map[string]string{"data.txt": "hello\n"})
 	fx.facts.PutBlob(blob)
-	fx.ref.RootfsDiff = d
+	fx.ref.Layers[0] = d
 	return fx, fake.NewMaterializer(fx.facts, fx.claims)
 }
 
@@ -64,8 +64,8 @@ func TestResumeMaterializes(t *testing.T) {
 
 func TestResumeReleasesClaimOnFailure(t *testing.T) {
 	fx, m := materializable(t, baseConfig)
-	good := fx.ref.RootfsDiff
-	fx.ref.RootfsDiff.DiffID = digest.FromString("wrong")
+	good := fx.ref.Layers[0]
+	fx.ref.Layers[0].DiffID = digest.FromString("wrong")
 	v := resumeWith(fx, m, resume.ResumeOptions{})
 	if v.ExitCode != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" || v.Materialize == nil || v.Materialize.Result != resume.ResultFail {
 		t.Fatalf("wrong diffID: %s", dump(v))
@@ -77,7 +77,7 @@ func TestResumeReleasesClaimOnFailure(t *testing.T) {
 		t.Fatalf("containers %v", m.Containers())
 	}
 	// An existing container id is 8 and releases the claim too.
-	fx.ref.RootfsDiff = good
+	fx.ref.Layers[0] = good
 	first := resumeWith(fx, m, resume.ResumeOptions{Container: "taken"})
 	wantVerdict(t, first, 0, "", "")
 	fx.claims.DeleteClaim(testRun) // as discard would, keeping the container

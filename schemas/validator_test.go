@@ -747,10 +747,13 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.otherHost {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
-		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
+		spec := []byte(`{"ociVersion":"1.2.0"}`)
+		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
-			RootfsDiff: snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
-				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096},
+			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
+				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096}},
+			Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: facts.PutBlob(spec), Size: int64(len(spec))},
+			Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"},
 			Created: "2026-11-30T17:00:00Z"}
 		refFile := s.refFile
 		if refFile == nil {

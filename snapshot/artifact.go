@@ -84,9 +84,9 @@ func ArtifactManifest(refFile []byte, r *Ref, base ocispec.Descriptor) ([]byte, 
 			Size:      int64(len(refFile)),
 		},
 		Layers: []ocispec.Descriptor{{
-			MediaType: r.RootfsDiff.MediaType,
-			Digest:    r.RootfsDiff.Digest,
-			Size:      r.RootfsDiff.Size,
+			MediaType: r.Layers[0].MediaType,
+			Digest:    r.Layers[0].Digest,
+			Size:      r.Layers[0].Size,
 		}},
 		Subject: &ocispec.Descriptor{MediaType: base.MediaType, Digest: base.Digest, Size: base.Size},
 		Annotations: map[string]string{
@@ -332,7 +332,7 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 		return nil, fmt.Errorf("%s config %s: %w", what, m.Config.Digest, err)
 	}
 
-	d := ref.RootfsDiff
+	d := ref.Layers[0]
 	if layer.MediaType != d.MediaType || layer.Digest != d.Digest || layer.Size != d.Size {
 		return nil, refused("%s: layer {%s %s %d} is not the ref's rootfsDiff {%s %s %d}", what,
 			layer.MediaType, layer.Digest, layer.Size, d.MediaType, d.Digest, d.Size)

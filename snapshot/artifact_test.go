@@ -25,7 +25,7 @@ func signedFixture(t *testing.T, layer []byte) (*Ref, []byte, *envelope.KeyRing)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.RootfsDiff.Digest, r.RootfsDiff.Size = digest.FromBytes(layer), int64(len(layer))
+	r.Layers[0].Digest, r.Layers[0].Size = digest.FromBytes(layer), int64(len(layer))
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestArtifactManifestShape(t *testing.T) {
 		{"config.digest", cfg["digest"], digest.FromBytes(file).String()},
 		{"config.size", cfg["size"], float64(len(file))},
 		{"len(layers)", len(layers), 1},
-		{"layers[0].mediaType", layers[0].(map[string]any)["mediaType"], r.RootfsDiff.MediaType},
+		{"layers[0].mediaType", layers[0].(map[string]any)["mediaType"], r.Layers[0].MediaType},
 		{"layers[0].digest", layers[0].(map[string]any)["digest"], digest.FromBytes(layer).String()},
 		{"subject.digest", subject["digest"], r.Base.ManifestDigest.String()},
 		{"annotations run", ann["io.sandbox-resume.run"], r.Run},

@@ -9,6 +9,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+	"github.com/sandbox-resume/sandbox-resume/ledger/bolt"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
@@ -64,7 +66,9 @@ Rerunning with the same --run completes an interrupted suspend.`,
 				return err
 			}
 			defer rt.Close()
-			res, err := suspend.Run(ctx, rt, suspend.Request{
+			l := bolt.New(ledger.DefaultPath)
+			defer l.Close()
+			res, err := suspend.Run(ctx, rt, l, suspend.Request{
 				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy,
 				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning,
 			})
@@ -82,7 +86,7 @@ Rerunning with the same --run completes an interrupted suspend.`,
 			}
 			fmt.Fprintf(w, "run       %s\nref       %s\nmanifest  %s (%s)\nimage     %s (manifest %s)\ndiff      %s (%d bytes, diffID %s)\nref blob  %s\nlease     %s\nkept running: %t\n",
 				res.Ref.Run, res.Path, res.Ref.Manifest, pinned, res.Ref.Base.Name, res.Ref.Base.ManifestDigest,
-				res.Ref.RootfsDiff.Digest, res.Ref.RootfsDiff.Size, res.Ref.RootfsDiff.DiffID, res.RefBlob, res.Lease, res.Ref.KeptRunning)
+				res.Ref.Layers[0].Digest, res.Ref.Layers[0].Size, res.Ref.Layers[0].DiffID, res.RefBlob, res.Lease, res.Ref.KeptRunning)
 			return nil
 		},
 	}

@@ -107,18 +107,18 @@ func (m *Materializer) ReleaseClaim(ctx context.Context, run string, holder resu
 	return nil
 }
 
-// CheckDiff checks the diff blob in the Facts content store with
+// CheckDiff checks a layer blob in the Facts content store with
 // snapshot.VerifyDiff, the layer verifier runtime/containerd calls too:
 // size, digest, and the decompression (by magic number: zstd, gzip or
 // none) bounded by d.UncompressedSize with sha256 d.DiffID. A mismatch
 // wraps snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
-func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Diff) error {
+func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b, err := m.facts.blob(d.Digest)
 	if err != nil {
-		return fmt.Errorf("rootfsDiff: %w", err)
+		return fmt.Errorf("layer: %w", err)
 	}
 	return snapshot.VerifyDiff(bytes.NewReader(b), d)
 }
@@ -137,7 +137,7 @@ func (m *Materializer) ContainerExists(ctx context.Context, id string) (bool, er
 // CreateContainer records the container after checking what the daemon
 // would need: the claim lease of spec.Run exists (errdefs.ErrNotFound
 // otherwise, as a missing lease is), the base manifest, config and layers
-// and the diff blob are stored (errdefs.ErrNotFound), the manifest's layer
+// and every layer blob of spec.Layers are stored (errdefs.ErrNotFound), the manifest's layer
 // count equals the recorded diffIDs. It does not extract layers, so a
 // wrong diffID is only caught by CheckDiff.
 func (m *Materializer) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
@@ -154,8 +154,12 @@ func (m *Materializer) CreateContainer(ctx context.Context, spec resume.Containe
 	if len(missing) > 0 {
 		return fmt.Errorf("base %s: blob %s: %w", spec.Base.ManifestDigest, missing[0], errdefs.ErrNotFound)
 	}
-	if _, err := m.facts.blob(spec.Diff.Digest); err != nil {
-		return fmt.Errorf("rootfsDiff: %w", err)
+	chain := append([]digest.Digest{}, spec.Base.DiffIDs...)
+	for i, l := range spec.Layers {
+		if _, err := m.facts.blob(l.Digest); err != nil {
+			return fmt.Errorf("layers/%d: %w", i, err)
+		}
+		chain = append(chain, l.DiffID)
 	}
 	mf, cfg, err := m.facts.manifestAndConfig(spec.Base.ManifestDigest)
 	if err != nil {
@@ -164,9 +168,8 @@ func (m *Materializer) CreateContainer(ctx context.Context, spec resume.Containe
 	if len(mf.Layers) != len(spec.Base.DiffIDs) {
 		return fmt.Errorf("base manifest %s has %d layers, the ref records %d diffIDs: %w", spec.Base.ManifestDigest, len(mf.Layers), len(spec.Base.DiffIDs), errdefs.ErrInvalidArgument)
 	}
-	chain := identity.ChainID(append(append([]digest.Digest{}, spec.Base.DiffIDs...), spec.Diff.DiffID))
 	c := &Container{
-		Spec: spec, ChainID: chain, Env: mergeEnv(cfg.Config.Env, spec.Env),
+		Spec: spec, ChainID: identity.ChainID(chain), Env: mergeEnv(cfg.Config.Env, spec.Env),
 		Labels: map[string]string{snapshot.LabelRun: spec.Run, snapshot.LabelManifest: spec.Manifest},
 	}
 	m.mu.Lock()

@@ -79,14 +79,14 @@ func TestCheckDiffIsVerifyDiff(t *testing.T) {
 	zw.Close()
 	blob := buf.Bytes()
 	f.PutBlob(blob)
-	good := snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob)),
+	good := snapshot.Layer{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob)),
 		DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
 	m := fake.NewMaterializer(f, fake.NewClaims())
-	for name, d := range map[string]snapshot.Diff{
+	for name, d := range map[string]snapshot.Layer{
 		"good":              good,
-		"size":              func(d snapshot.Diff) snapshot.Diff { d.Size--; return d }(good),
-		"diffID":            func(d snapshot.Diff) snapshot.Diff { d.DiffID = digest.FromString("x"); return d }(good),
-		"uncompressed size": func(d snapshot.Diff) snapshot.Diff { d.UncompressedSize -= 10; return d }(good),
+		"size":              func(d snapshot.Layer) snapshot.Layer { d.Size--; return d }(good),
+		"diffID":            func(d snapshot.Layer) snapshot.Layer { d.DiffID = digest.FromString("x"); return d }(good),
+		"uncompressed size": func(d snapshot.Layer) snapshot.Layer { d.UncompressedSize -= 10; return d }(good),
 	} {
 		got := m.CheckDiff(t.Context(), d)
 		want := snapshot.VerifyDiff(bytes.NewReader(blob), d)

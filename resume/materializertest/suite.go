@@ -56,8 +56,8 @@ func ctx(t *testing.T) context.Context {
 }
 
 // Diff builds a zstd-compressed layer tar holding files (name → content)
-// and returns the blob and its snapshot.Diff.
-func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
+// and returns the blob and its snapshot.Layer.
+func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Layer) {
 	t.Helper()
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
@@ -88,7 +88,7 @@ func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return z.Bytes(), snapshot.Diff{
+	return z.Bytes(), snapshot.Layer{
 		MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(z.Bytes()), Size: int64(z.Len()),
 		DiffID: digest.FromBytes(raw.Bytes()), UncompressedSize: int64(raw.Len()),
 	}
@@ -213,10 +213,10 @@ func Run(t *testing.T, newFixture New) {
 		if err := f.M.CheckDiff(ctx(t), d); err != nil {
 			t.Fatalf("CheckDiff(good): %v", err)
 		}
-		for name, bad := range map[string]func(*snapshot.Diff){
-			"diffID":           func(x *snapshot.Diff) { x.DiffID = digest.FromString("other") },
-			"uncompressedSize": func(x *snapshot.Diff) { x.UncompressedSize-- },
-			"larger size":      func(x *snapshot.Diff) { x.UncompressedSize++ },
+		for name, bad := range map[string]func(*snapshot.Layer){
+			"diffID":           func(x *snapshot.Layer) { x.DiffID = digest.FromString("other") },
+			"uncompressedSize": func(x *snapshot.Layer) { x.UncompressedSize-- },
+			"larger size":      func(x *snapshot.Layer) { x.UncompressedSize++ },
 		} {
 			x := d
 			bad(&x)
@@ -242,7 +242,7 @@ func Run(t *testing.T, newFixture New) {
 			t.Fatal(err)
 		}
 		spec := resume.ContainerSpec{ID: id, Run: "run-c", Manifest: "blake3:" + digest.FromString("m").Encoded(),
-			Base: f.Base, Diff: d, Env: []string{"GREETING=hello"}}
+			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}}
 		if ok, err := f.M.ContainerExists(ctx(t), id); ok || err != nil {
 			t.Fatalf("ContainerExists before: %t, %v", ok, err)
 		}

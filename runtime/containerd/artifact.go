@@ -58,7 +58,7 @@ func (r *Runtime) StoreArtifact(ctx context.Context, refFile []byte) (*StoredArt
 		return nil, err
 	}
 	cs := r.client.ContentStore()
-	d := ref.RootfsDiff
+	d := ref.Layers[0]
 	info, err := cs.Info(ctx, d.Digest)
 	switch {
 	case errdefs.IsNotFound(native(err)):
@@ -177,7 +177,7 @@ func (r *Runtime) checkStored(ctx context.Context, sizes map[digest.Digest]int64
 // snapshot.ErrDiffCorrupt and snapshot.ErrArtifactRefused (the artifact is
 // refused, exit 2) and names the digests; an absent blob wraps
 // errdefs.ErrNotFound.
-func (r *Runtime) VerifyDiff(ctx context.Context, d snapshot.Diff) error {
+func (r *Runtime) VerifyDiff(ctx context.Context, d snapshot.Layer) error {
 	err := r.CheckDiff(ctx, d)
 	if errors.Is(err, snapshot.ErrDiffCorrupt) {
 		return fmt.Errorf("%w: %w", err, snapshot.ErrArtifactRefused)

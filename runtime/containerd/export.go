@@ -59,7 +59,7 @@ func (r *Runtime) Export(ctx context.Context, refFile []byte, w io.Writer, withB
 		archive.WithManifest(art.Manifest, ArtifactImageName(art.Ref.Run)),
 		archive.WithSkipDockerManifest(),
 	}
-	total := art.Manifest.Size + int64(len(refFile)) + art.Ref.RootfsDiff.Size
+	total := art.Manifest.Size + int64(len(refFile)) + art.Ref.Layers[0].Size
 	if withBase {
 		base, err := r.completeBase(ctx, art.Ref, art.Base)
 		if err != nil {

@@ -126,7 +126,7 @@ func (r *Runtime) Import(ctx context.Context, f io.ReadSeeker, trust *envelope.K
 		return nil, err
 	}
 	o.progress.Phase("verify diff", -1)
-	if err := r.VerifyDiff(ctx, art.Ref.RootfsDiff); err != nil {
+	if err := r.VerifyDiff(ctx, art.Ref.Layers[0]); err != nil {
 		return nil, err
 	}
 	held := []digest.Digest{art.Manifest.Digest, digest.FromBytes(art.RefFile), art.Layer.Digest}

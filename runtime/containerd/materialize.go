@@ -147,14 +147,14 @@ func (r *Runtime) ReleaseClaim(ctx context.Context, run string, holder resume.Cl
 	return nil
 }
 
-// CheckDiff implements resume.Materializer: it reads the rootfs diff blob
+// CheckDiff implements resume.Materializer: it reads a layer blob
 // from the content store once and checks it with snapshot.VerifyDiff, the
 // layer verifier the fakes call too. A mismatch wraps snapshot.ErrDiffCorrupt (exit 7); an absent
 // blob errdefs.ErrNotFound.
-func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Diff) error {
+func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 	ra, err := r.client.ContentStore().ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
 	if err != nil {
-		return fmt.Errorf("rootfsDiff %s: %w", d.Digest, native(err))
+		return fmt.Errorf("layer %s: %w", d.Digest, native(err))
 	}
 	defer ra.Close()
 	return snapshot.VerifyDiff(ra, d)
@@ -192,7 +192,7 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // CreateContainer implements resume.Materializer (DESIGN "Materialize"):
 // under the claim lease of spec.Run it reads the base manifest
 // (spec.Base.ManifestDigest) and applies its layers (with spec.Base.DiffIDs)
-// plus spec.Diff with rootfs.ApplyLayers on the namespace's default
+// plus spec.Layers, in order, with rootfs.ApplyLayers on the namespace's default
 // snapshotter — which checks each diffID while extracting, except that an
 // existing chain snapshot is trusted — then prepares the active snapshot
 // spec.ID on top and creates the container spec.ID: image name
@@ -229,14 +229,21 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 		return fmt.Errorf("base manifest %s has %d layers, the ref records %d diffIDs: %w",
 			spec.Base.ManifestDigest, len(m.Layers), len(spec.Base.DiffIDs), errdefs.ErrInvalidArgument)
 	}
-	layers := make([]rootfs.Layer, 0, len(m.Layers)+1)
+	layers := make([]rootfs.Layer, 0, len(m.Layers)+len(spec.Layers))
 	for i, l := range m.Layers {
 		layers = append(layers, rootfs.Layer{Blob: l, Diff: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: spec.Base.DiffIDs[i]}})
 	}
-	layers = append(layers, rootfs.Layer{
-		Blob: ocispec.Descriptor{MediaType: spec.Diff.MediaType, Digest: spec.Diff.Digest, Size: spec.Diff.Size},
-		Diff: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: spec.Diff.DiffID, Size: spec.Diff.UncompressedSize},
-	})
+	for _, l := range spec.Layers {
+		layers = append(layers, rootfs.Layer{
+			Blob: ocispec.Descriptor{MediaType: l.MediaType, Digest: l.Digest, Size: l.Size},
+			Diff: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: l.DiffID, Size: l.UncompressedSize},
+		})
+	}
+	var diffIDs []string
+	for _, l := range spec.Layers {
+		diffIDs = append(diffIDs, fmt.Sprintf("%s (diffID %s)", l.Digest, l.DiffID))
+	}
+	applied := strings.Join(diffIDs, " + ")
 
 	snName, err := r.defaultSnapshotter(ctx)
 	if err != nil {
@@ -247,9 +254,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 	if err != nil {
 		err = native(err)
 		if strings.Contains(err.Error(), "wrong diff id") {
-			return fmt.Errorf("apply base %s + rootfsDiff %s (diffID %s): %v: %w", spec.Base.ManifestDigest, spec.Diff.Digest, spec.Diff.DiffID, err, snapshot.ErrDiffCorrupt)
+			return fmt.Errorf("apply base %s + layers %s: %v: %w", spec.Base.ManifestDigest, applied, err, snapshot.ErrDiffCorrupt)
 		}
-		return fmt.Errorf("apply base %s + rootfsDiff %s: %w", spec.Base.ManifestDigest, spec.Diff.Digest, err)
+		return fmt.Errorf("apply base %s + layers %s: %w", spec.Base.ManifestDigest, applied, err)
 	}
 	faultpoint.Reach("resume-applied") // test-only (resume.Resume lists the steps)
 

@@ -119,7 +119,7 @@ func (r *Runtime) Push(ctx context.Context, refFile []byte, target *RemoteRef, p
 	}
 	tagged := target.Named.(reference.Tagged)
 	ref := target.Repo + ":" + tagged.Tag() + "@" + art.Manifest.Digest.String()
-	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.RootfsDiff.Size)
+	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.Layers[0].Size)
 	if err := pushContent(ctx, r, ref, art.Manifest, plainHTTP, o.progress); err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (r *Runtime) Pull(ctx context.Context, source *RemoteRef, trust *envelope.K
 		return nil, fmt.Errorf("fetch %s layer %s: %w", src, art.Layer.Digest, native(err))
 	}
 	o.progress.Phase("verify diff", -1)
-	if err := r.VerifyDiff(ctx, art.Ref.RootfsDiff); err != nil {
+	if err := r.VerifyDiff(ctx, art.Ref.Layers[0]); err != nil {
 		return nil, err
 	}
 	held := []digest.Digest{mdesc.Digest, cfgDesc.Digest, art.Layer.Digest}

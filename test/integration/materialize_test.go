@@ -274,7 +274,7 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref.RootfsDiff.DiffID = digest.FromString("not the diff")
+	ref.Layers[0].DiffID = digest.FromString("not the diff")
 	k, err := envelope.LoadPrivateKey(s.key)
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +291,7 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if code != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" {
 		t.Fatalf("exit %d class %s container %q: %s", code, v.Class, v.Container, failDetail(v))
 	}
-	if !strings.Contains(failDetail(v), ref.RootfsDiff.DiffID.String()) || !strings.Contains(failDetail(v), "released") {
+	if !strings.Contains(failDetail(v), ref.Layers[0].DiffID.String()) || !strings.Contains(failDetail(v), "released") {
 		t.Errorf("detail %q does not name the recorded diffID and the released claim", failDetail(v))
 	}
 	if after := containers(t, d); len(after) != len(before) {

@@ -405,9 +405,9 @@ func TestResumeFaultTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &resumeRig{d: d, rt: d.Connect(t, ""), s: s, refFile: file, ref: ref,
-		chainID: identity.ChainID(append(slices.Clone(ref.Base.DiffIDs), ref.RootfsDiff.DiffID))}
+		chainID: identity.ChainID(append(slices.Clone(ref.Base.DiffIDs), ref.Layers[0].DiffID))}
 	r.content = r.runContent(t, ctx)
-	for _, want := range []digest.Digest{ref.RootfsDiff.Digest, digest.FromBytes(file), ref.Base.ManifestDigest, ref.Base.ConfigDigest} {
+	for _, want := range []digest.Digest{ref.Layers[0].Digest, digest.FromBytes(file), ref.Base.ManifestDigest, ref.Base.ConfigDigest} {
 		if _, ok := r.content[want]; !ok {
 			t.Fatalf("the run lease does not hold %s: %v", want, r.content)
 		}

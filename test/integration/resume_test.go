@@ -106,13 +106,15 @@ func suspend(t testing.TB, d *harness.Daemon, config string) *suspended {
 	const run = "itest-1"
 	s.diff = []byte("rootfs diff of " + run + " on " + d.Name + " declared as " + m.Address)
 	s.ref = snapshot.Ref{
-		Schema: snapshot.RefSchema, Run: run, Manifest: m.Address, Core: m.Core,
+		Schema: snapshot.RefSchema, Run: run, Generation: 1, Manifest: m.Address, Core: m.Core,
 		Pinned: m.Core.IsPinned(), Policy: []string{}, Host: host, Base: base,
-		RootfsDiff: snapshot.Diff{
+		Layers: []snapshot.Layer{{
 			MediaType: ocispec.MediaTypeImageLayerZstd,
 			Digest:    digest.FromBytes(s.diff), Size: int64(len(s.diff)),
 			DiffID: digest.FromString("tar of " + run), UncompressedSize: 10240,
-		},
+		}},
+		Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: digest.FromString(fixtureSpec), Size: int64(len(fixtureSpec))},
+		Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"},
 		Created: "2026-11-30T17:00:00Z",
 	}
 	writeDiff(t, d, d.Namespace, run, s.diff)
@@ -152,8 +154,13 @@ func (s *suspended) writeConfig(t testing.TB, name, text string) string {
 	return p
 }
 
-// writeDiff writes blob into namespace ns of d under the run lease, as
-// suspend does (an unleased blob is collected).
+// fixtureSpec is the runtime spec the hand-made refs of these tests record;
+// writeDiff stores it beside every diff.
+const fixtureSpec = `{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`
+
+// writeDiff writes blob, and the blob of fixtureSpec, into namespace ns of
+// d under the run lease, as suspend does (an unleased blob is collected).
+
 func writeDiff(t testing.TB, d *harness.Daemon, ns, run string, blob []byte) {
 	t.Helper()
 	c := namespaces.WithNamespace(ctx(t), ns)
@@ -164,6 +171,10 @@ func writeDiff(t testing.TB, d *harness.Daemon, ns, run string, blob []byte) {
 	c = leases.WithLease(c, id)
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob))}
 	if err := content.WriteBlob(c, d.Client.ContentStore(), "diff-"+run, bytes.NewReader(blob), desc); err != nil {
+		t.Fatal(err)
+	}
+	spec := ocispec.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: digest.FromString(fixtureSpec), Size: int64(len(fixtureSpec))}
+	if err := content.WriteBlob(c, d.Client.ContentStore(), "spec-"+run, strings.NewReader(fixtureSpec), spec); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -313,7 +324,7 @@ func TestResumeCheckSameHost(t *testing.T) {
 		wantRefused(t, code, v, 5, resume.ClassImageDrifted, resume.CheckImage)
 	})
 	t.Run("diff blob gone", func(t *testing.T) {
-		d.DeleteBlob(t, "", s.ref.RootfsDiff.Digest)
+		d.DeleteBlob(t, "", s.ref.Layers[0].Digest)
 		code, v := check(t, d, "", s, suspendedConfig)
 		wantRefused(t, code, v, 7, resume.ClassSnapshotMissing, resume.CheckSnapshot)
 	})

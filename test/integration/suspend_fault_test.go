@@ -251,8 +251,8 @@ func (r *faultRig) rerun(t *testing.T, ctx context.Context, cid, run, out string
 		t.Fatalf("rerun's ref does not verify: %v", err)
 	}
 	r.checkInvariants(t, after)
-	if ref.Run != run || ref.RootfsDiff.Digest != after.diff || !after.held || after.task != snapshot.TaskNone || !after.labelled {
-		t.Errorf("after the rerun: ref run %q diff %s; found %v", ref.Run, ref.RootfsDiff.Digest, after)
+	if ref.Run != run || ref.Layers[0].Digest != after.diff || !after.held || after.task != snapshot.TaskNone || !after.labelled {
+		t.Errorf("after the rerun: ref run %q diff %s; found %v", ref.Run, ref.Layers[0].Digest, after)
 	}
 	if ref.Base.ManifestDigest != r.im.Manifest {
 		t.Errorf("rerun's ref base manifest %s, want %s", ref.Base.ManifestDigest, r.im.Manifest)

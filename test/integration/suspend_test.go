@@ -246,7 +246,7 @@ func TestSuspendLifecycle(t *testing.T) {
 	ctx := d.Context(t)
 	probe := captureProbe{rt}
 	// The diffID matches the stored blob; the blob holds the files.
-	capturertest.CheckDiff(t, probe, ref.RootfsDiff)
+	capturertest.CheckDiff(t, probe, ref.Layers[0])
 	// The container's snapshot is still active (never committed), its task
 	// is gone, and it carries the run labels.
 	c, err := rt.Container(ctx, cid)
@@ -260,7 +260,7 @@ func TestSuspendLifecycle(t *testing.T) {
 		t.Fatalf("labels %v", c.Labels)
 	}
 	refBlob := digest.FromBytes(file)
-	kept := []digest.Digest{ref.RootfsDiff.Digest, refBlob, im.Index, im.Manifest, im.Config}
+	kept := []digest.Digest{ref.Layers[0].Digest, refBlob, im.Index, im.Manifest, im.Config}
 	for _, l := range im.Image.Layers {
 		kept = append(kept, l.Digest)
 	}
