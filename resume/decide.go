@@ -35,10 +35,10 @@ type Request struct {
 	Trust      *envelope.KeyRing
 }
 
-// InputError is a file named on the command line that cannot be read (it
-// does not exist, is unreadable, or, for --trust, holds no usable public
-// key): exit 2, class "bad-input" (DESIGN "CLI contract": a config file that
-// does not exist is 2). Path names the file; Err is the cause.
+// InputError is an input file of the decision that cannot be read (it
+// does not exist, is unreadable, or, for the trusted keys, holds no usable
+// public key): class "bad-input" (internal/exitcode; a config file that
+// does not exist is refused input). Path names the file; Err is the cause.
 type InputError struct {
 	Path string
 	Err  error

@@ -273,7 +273,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	case err != nil:
 		return "", ClassInternal, false, fmt.Errorf("container %s: %w", spec.ID, err)
 	case exists:
-		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another with --container)", spec.ID)
+		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another container id)", spec.ID)
 	}
 	var size, uncompressed int64
 	for i, l := range spec.Layers {
@@ -290,7 +290,7 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	err = m.CreateContainer(ctx, spec)
 	switch {
 	case errdefs.IsAlreadyExists(err):
-		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another with --container): %w", spec.ID, err)
+		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another container id): %w", spec.ID, err)
 	case errors.Is(err, snapshot.ErrDiffCorrupt):
 		return "", ClassSnapshotMissing, false, err
 	case errdefs.IsNotFound(err):

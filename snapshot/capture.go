@@ -11,7 +11,7 @@ import (
 
 // MediaTypeRef is the media type of the ref blob in the content store and of
 // the migration artifact's config: it holds exactly the signed ref file's
-// bytes (DESIGN "Signed documents", "Moving runs").
+// bytes (docs/design.md "Signed documents", "Moving runs").
 const MediaTypeRef = "application/vnd.sandbox-resume.snapshot-ref.v1+json"
 
 // Labels the suspend flow puts on the run lease, beside LabelRun. They let a

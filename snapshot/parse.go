@@ -24,10 +24,10 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
-// ErrTampered is wrapped by checkIntegrity (and OpenRef) when a signed
-// ref's recorded manifest address or pinned flag disagrees with its core
-// (DESIGN "Resume decision", check 4 "ref-integrity": class "tampered",
-// exit 6).
+// ErrTampered is wrapped by OpenRef when a signed ref's recorded manifest
+// address or pinned flag disagrees with its core (docs/design.md "Resume
+// decision", check 4 "ref-integrity"). Class "tampered"
+// (internal/exitcode).
 var ErrTampered = errors.New("snapshot ref tampered")
 
 // refSchemaPrefix is the family of SnapshotRef schema strings; a newer
@@ -564,13 +564,13 @@ func (d *refDecoder) layer(obj *strictjson.Node, m map[string]*strictjson.Node) 
 	return l
 }
 
-// checkIntegrity is check 4 "ref-integrity" of DESIGN "Resume decision":
+// checkIntegrity is check 4 "ref-integrity" of docs/design.md "Resume decision":
 // r.Manifest must equal the address of the core exactly as parsed
 // (envmanifest.Address of the RFC 8785 JCS of inner's "core" subtree, never
 // of a re-marshalled Go value) and r.Pinned must equal r.Core.IsPinned().
 // inner is the ref object r was decoded from (envelope.Document.Inner). A
-// disagreement is an error wrapping ErrTampered (exit 6, class
-// "tampered") that names the pointer and both values.
+// disagreement is an error wrapping ErrTampered that names the pointer and
+// both values.
 func checkIntegrity(r *Ref, inner *strictjson.Node) error {
 	core := inner.Get("core")
 	if core == nil {

@@ -263,21 +263,6 @@ func (r *Runtime) addContent(ctx context.Context, lease string, dgsts ...digest.
 	return nil
 }
 
-// ReadBlob implements snapshot.BlobReader: the blob read whole from the
-// content store (at most snapshot.MaxBlobRead bytes) and its digest
-// checked.
-func (r *Runtime) ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error) {
-	cs := r.client.ContentStore()
-	info, err := cs.Info(ctx, d)
-	if err != nil {
-		return nil, fmt.Errorf("blob %s in namespace %s: %w", d, r.namespace, native(err))
-	}
-	if info.Size > snapshot.MaxBlobRead {
-		return nil, fmt.Errorf("blob %s: %d bytes, more than %d: %w", d, info.Size, snapshot.MaxBlobRead, errdefs.ErrInvalidArgument)
-	}
-	return readBlob(ctx, cs, ocispec.Descriptor{Digest: d, Size: info.Size})
-}
-
 // WriteBlob implements snapshot.BlobWriter (content.WriteBlob under the
 // lease, then the blob added to the lease explicitly, as an existing blob
 // is not re-written).

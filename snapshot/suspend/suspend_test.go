@@ -16,8 +16,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 const busybox = "docker.io/library/busybox:1"
@@ -229,7 +229,7 @@ func TestDiscard(t *testing.T) {
 	if err != nil || fmt.Sprint(deleted) != "[sandbox-resume.run/r]" {
 		t.Fatalf("Discard = %v, %v", deleted, err)
 	}
-	for _, d := range []digest.Digest{res.Ref.RootfsDiff.Digest, digest.Digest(res.RefBlob), res.Ref.Base.ManifestDigest} {
+	for _, d := range []digest.Digest{res.Ref.Layers[0].Digest, digest.Digest(res.RefBlob), res.Ref.Base.ManifestDigest} {
 		if _, err := f.Blob(ctx, d); err == nil {
 			t.Fatalf("%s still present after discard", d)
 		}
