@@ -1,0 +1,450 @@
+// Package ledger is the run ledger of docs/design.md "The run ledger": one
+// record per durable run naming its latest generation, that generation's
+// ref and the current holder, changed only by compare-and-swap transitions.
+// It decides who may resume a run and who may record its next generation;
+// containerd leases only protect content from garbage collection.
+//
+// # Records and states
+//
+// A Record is in one of five states: suspended (the latest generation is
+// recorded and nobody holds the run), resuming (a resumer claimed it and is
+// materializing an incarnation), live (a container holds the run),
+// discarded (a tombstone keeping generation, ref and fence, so the run can
+// never be resumed again) and purged (only the run id and the fence are
+// kept; the run id is free again, from that fence on).
+//
+// # Transitions
+//
+// The seven rows of the design's transition table are the methods Suspended
+// (two rows: generation 1 and generation N+1), Claim, Live, Release, Discard
+// and Purge of Ledger. The table itself lives in one place, Apply, a pure
+// function over the current record; backends only provide atomic
+// compare-and-swap storage around it:
+//
+//	cur := read(run)                        // nil: no record
+//	next, changed, err := ledger.Apply(cur, op, now)
+//	if err == nil && changed { write-if-unchanged(run, cur, next) }
+//
+// # Fencing
+//
+// A record's Fence only grows: every transition that hands the run to a new
+// holder writes fence + 1 (Claim, and Suspended with keep at generation 1);
+// no transition lowers it, Discard and Purge keep it. A holder names its
+// fence in every later transition, so a resumer or container that lost the
+// run can never record a generation.
+//
+// # Errors
+//
+// Refusals are *Error values carrying a Class (ClassClaimConflict,
+// ClassSuperseded, ClassForked — the class names the CLI prints) and the
+// record as found. They match ErrClaimConflict, ErrSuperseded and
+// ErrForked with errors.Is. A malformed request matches ErrInvalid (and
+// errdefs.ErrInvalidArgument); Get of a run without a record matches
+// ErrNotFound (and errdefs.ErrNotFound). Any other error is a storage error
+// (unreachable, locked, corrupt): the caller fails closed.
+//
+// Implementations: ledger/fake (in memory), ledger/bolt (the default, one
+// file per host), ledger/etcd (a fleet). All of them pass the conformance
+// suite in ledger/ledgertest.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+)
+
+// State is the state of a run's record (docs/design.md "The run ledger").
+type State string
+
+// The states of a record.
+const (
+	// StateSuspended: the latest generation is recorded and nobody holds
+	// the run; it may be claimed.
+	StateSuspended State = "suspended"
+	// StateResuming: a resumer claimed the run and is materializing an
+	// incarnation; Holder is the resumer process and the container it will
+	// create.
+	StateResuming State = "resuming"
+	// StateLive: a container holds the run (an incarnation, or a runtime
+	// container kept running); Holder names it.
+	StateLive State = "live"
+	// StateDiscarded: a tombstone keeping generation, ref and fence; the
+	// run is never resumed again.
+	StateDiscarded State = "discarded"
+	// StatePurged: only the run id and the fence are kept. Every transition
+	// that accepts "no record" accepts a purged record and continues from
+	// its fence.
+	StatePurged State = "purged"
+)
+
+// Valid reports whether s is one of the five states.
+func (s State) Valid() bool {
+	switch s {
+	case StateSuspended, StateResuming, StateLive, StateDiscarded, StatePurged:
+		return true
+	}
+	return false
+}
+
+// Container names one container: host id, containerd namespace and
+// container id together ("the container" of docs/design.md "The run
+// ledger"). Two containers are the same when all three are equal.
+type Container struct {
+	// Host is the host id (introspected or overridden with --host-id).
+	Host string `json:"host"`
+	// Namespace is the containerd namespace.
+	Namespace string `json:"namespace"`
+	// ID is the container id.
+	ID string `json:"container"`
+}
+
+// String renders the container for messages: container "ID" in namespace
+// "NS" on host "HOST".
+func (c Container) String() string {
+	return fmt.Sprintf("container %q in namespace %q on host %q", c.ID, c.Namespace, c.Host)
+}
+
+// Holder is who holds a run. While resuming: the resumer process (PID,
+// Start, Boot) and the container it will create; while live: the container
+// holding the run, with PID, Start and Boot empty.
+type Holder struct {
+	Container
+	// PID is the resumer's process id; 0 (absent) while live.
+	PID int `json:"pid,omitempty"`
+	// Start is the resumer process's start time as the resumer reads it
+	// (opaque: compared for equality only); empty while live.
+	Start string `json:"start,omitempty"`
+	// Boot is the resumer host's boot id (opaque); empty while live.
+	Boot string `json:"boot,omitempty"`
+}
+
+// String renders the holder for messages: the container, and the resumer
+// process when there is one.
+func (h Holder) String() string {
+	if h.PID == 0 && h.Start == "" && h.Boot == "" {
+		return h.Container.String()
+	}
+	return fmt.Sprintf("%s (resumer pid %d, start %q, boot %q)", h.Container, h.PID, h.Start, h.Boot)
+}
+
+// SuspendedBy names the container whose suspend wrote the record's latest
+// generation.
+type SuspendedBy struct {
+	Container
+	// Created is the container's creation time: a container re-created
+	// under the same id is another container.
+	Created time.Time `json:"created"`
+	// Fence is the fence the container held when it suspended; 0 (absent)
+	// at generation 1, when it held none.
+	Fence uint64 `json:"fence,omitempty"`
+	// Generation is the generation that suspend wrote.
+	Generation uint64 `json:"generation"`
+}
+
+// Record is one run's record, exactly as docs/design.md "The run ledger"
+// shows it; its JSON form (encoding/json) is the stored form of ledger/bolt
+// and ledger/etcd and the record printed by `runs --output json`.
+type Record struct {
+	// Run is the run id, the record's key.
+	Run string `json:"run"`
+	// Generation is the latest generation recorded (1 is the first
+	// suspend). 0 (absent) only for a tombstone of a run this ledger never
+	// recorded and for a purged record.
+	Generation uint64 `json:"generation,omitzero"`
+	// Ref is the digest of that generation's ref file bytes; empty (absent)
+	// when Generation is 0.
+	Ref digest.Digest `json:"ref,omitzero"`
+	// State is the record's state.
+	State State `json:"state"`
+	// Holder is set while resuming or live, nil otherwise.
+	Holder *Holder `json:"holder,omitempty"`
+	// SuspendedBy names the container whose suspend wrote Generation, when
+	// that suspend went through this ledger.
+	SuspendedBy *SuspendedBy `json:"suspendedBy,omitempty"`
+	// Fence is the fencing token; it only grows.
+	Fence uint64 `json:"fence"`
+	// Updated is when the last transition that changed the record ran
+	// (UTC).
+	Updated time.Time `json:"updated"`
+}
+
+// Clone returns a deep copy of r (Holder and SuspendedBy are not shared).
+func (r Record) Clone() Record {
+	if r.Holder != nil {
+		h := *r.Holder
+		r.Holder = &h
+	}
+	if r.SuspendedBy != nil {
+		s := *r.SuspendedBy
+		r.SuspendedBy = &s
+	}
+	return r
+}
+
+// SuspendRequest is the Suspended transition: the container Container
+// suspended run Run and wrote generation Generation, whose ref file bytes
+// have digest Ref.
+type SuspendRequest struct {
+	// Run is the run id.
+	Run string
+	// Generation is the generation written: 1 for the first suspend (the
+	// run id must be free: no record, or purged), N+1 when the container
+	// holds generation N live with fence Fence.
+	Generation uint64
+	// Ref is the digest of the new generation's ref file bytes.
+	Ref digest.Digest
+	// Container is the suspended container (host, namespace, id).
+	Container Container
+	// Created is the container's creation time (recorded in SuspendedBy).
+	Created time.Time
+	// Fence is the fence the container holds (its fence label); 0 at
+	// generation 1.
+	Fence uint64
+	// Keep is --keep-running: the container stays live and holds the run
+	// (at generation 1 it becomes the holder with fence + 1).
+	Keep bool
+}
+
+// ClaimRequest is the Claim transition: Holder claims run Run to resume
+// generation Generation, whose ref file bytes have digest Ref.
+//
+// The ledger never looks at processes or containers. A resuming record's
+// holder is gone when the backend says so: ledger/bolt and ledger/fake take
+// the caller's judgement — GoneHolder is the holder the caller judged gone,
+// and the claim passes only if the record still names exactly that holder
+// (every field equal, compared inside the transaction); ledger/etcd judges
+// by the expiry of the claim's lease and ignores GoneHolder.
+type ClaimRequest struct {
+	// Run is the run id.
+	Run string
+	// Generation is the generation to resume (≥ 1).
+	Generation uint64
+	// Ref is the digest of that generation's ref file bytes.
+	Ref digest.Digest
+	// Holder is the resumer: its process (PID, Start, Boot) and the
+	// container it will create.
+	Holder Holder
+	// GoneHolder is the resuming holder the caller judged gone (bolt,
+	// fake); nil when the caller judged none.
+	GoneHolder *Holder
+	// TakeOver is --take-over: a live record is taken from its holder (an
+	// operator's decision), fencing that holder out.
+	TakeOver bool
+}
+
+// Ledger is the run ledger of docs/design.md "The run ledger". Every
+// transition is one atomic compare-and-swap on one run's record; nothing
+// is held between calls. Implementations are safe for concurrent use.
+//
+// Refusals are *Error values matching ErrClaimConflict, ErrSuperseded or
+// ErrForked; invalid requests match ErrInvalid; other errors are storage
+// errors naming the file or endpoints.
+type Ledger interface {
+	// Get returns run's record, a purged one included. A run without a
+	// record is an error matching ErrNotFound.
+	Get(ctx context.Context, run string) (Record, error)
+
+	// List returns every record, purged ones included, sorted by run id
+	// (the CLI's `runs` leaves purged ones out).
+	List(ctx context.Context) ([]Record, error)
+
+	// Suspended records a new generation written by a suspend and returns
+	// the record written. Generation 1: from no record or purged to
+	// suspended (Keep: live, holder = the container, fence + 1); any other
+	// record is ErrClaimConflict (the run id is taken). Generation N+1:
+	// from live at generation N with this fence and holder = the container,
+	// to suspended at N+1 (holder removed, fence kept; Keep: stays live,
+	// same holder and fence); anything else is ErrClaimConflict (this
+	// container no longer holds the run). The *Error carries the record as
+	// found, whose SuspendedBy lets a rerun recognise its own suspend.
+	Suspended(ctx context.Context, req SuspendRequest) (Record, error)
+
+	// Claim moves the run to resuming at req.Generation with req.Ref and
+	// req.Holder, fence + 1, and returns the claim. Refusals, in this
+	// order: a newer generation recorded, or the run discarded:
+	// ErrSuperseded; this generation recorded with another ref: ErrForked;
+	// live (without TakeOver), or resuming with a holder that is not gone:
+	// ErrClaimConflict naming the holder and its host.
+	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
+
+	// Live moves a resuming record with this fence to live with holder =
+	// container and returns it. Already live with this fence and this
+	// container: no change (a retried Live). Anything else — another fence,
+	// or no longer resuming — is ErrClaimConflict: the caller deletes its
+	// container. The container is not compared with the one the claim's
+	// holder named: the fence alone identifies the claim.
+	Live(ctx context.Context, run string, fence uint64, container Container) (Record, error)
+
+	// Release moves a resuming record with this fence back to suspended at
+	// its generation and ref, holder removed, fence kept. Otherwise nothing
+	// changes and Release returns no error. The record returned is the
+	// record after the call (the zero Record when there is none).
+	Release(ctx context.Context, run string, fence uint64) (Record, error)
+
+	// Discard turns the record into a discarded tombstone keeping
+	// generation, ref and fence, and returns it: from suspended, from no
+	// record or purged (a tombstone at generation 0 with no ref), from
+	// discarded (no change), and from any state with force. Live or
+	// resuming without force is ErrClaimConflict.
+	Discard(ctx context.Context, run string, force bool) (Record, error)
+
+	// Purge turns a discarded record into a purged one keeping only the run
+	// id and the fence, and returns it. Any other record, or none, is
+	// ErrClaimConflict.
+	Purge(ctx context.Context, run string) (Record, error)
+
+	// Close releases what the ledger holds open (a client connection);
+	// calls after Close fail.
+	Close() error
+}
+
+// Claim is a claim on a run returned by Ledger.Claim: the record is
+// resuming with the claim's fence. The caller must end every claim with
+// Live or Release: a live resumer is never judged gone.
+type Claim interface {
+	// Record returns the resuming record the claim wrote.
+	Record() Record
+
+	// Fence returns the claim's fence token (Record().Fence): the value of
+	// the incarnation's fence label and of the verdict's fence.
+	Fence() uint64
+
+	// Replaced returns the holder this claim fenced out: a resuming holder
+	// that was gone, or a live holder taken over with TakeOver; nil when
+	// there was none. The claimer deletes that holder's container.
+	Replaced() *Holder
+
+	// Live is Ledger.Live with the claim's run and fence: container, the
+	// incarnation created, now holds the run. It may be retried.
+	Live(ctx context.Context, container Container) (Record, error)
+
+	// Release is Ledger.Release with the claim's run and fence.
+	Release(ctx context.Context) error
+
+	// Lost returns a channel closed when the backend knows the claim is
+	// lost before Live or Release (ledger/etcd: its lease expired;
+	// ledger/fake: another transition changed the fence or state). A
+	// backend that cannot observe a loss (ledger/bolt) never closes it; Live
+	// then reports the loss as ErrClaimConflict.
+	Lost() <-chan struct{}
+}
+
+// The refusal classes: the class names of docs/design.md "CLI contract"
+// that the CLI prints and maps to exit codes.
+const (
+	// ClassClaimConflict: the run is held (live, or resuming with a holder
+	// that is not gone), the run id is taken, the caller no longer holds the
+	// run (fenced out), or the record is in no state for the transition.
+	ClassClaimConflict = "claim-conflict"
+	// ClassSuperseded: a newer generation is recorded, or the run was
+	// discarded.
+	ClassSuperseded = "superseded"
+	// ClassForked: this generation is recorded with another ref.
+	ClassForked = "forked"
+)
+
+// Sentinel errors, one per refusal class; every *Error matches the one of
+// its Class with errors.Is.
+var (
+	// ErrClaimConflict is the sentinel of ClassClaimConflict.
+	ErrClaimConflict = errors.New(ClassClaimConflict)
+	// ErrSuperseded is the sentinel of ClassSuperseded.
+	ErrSuperseded = errors.New(ClassSuperseded)
+	// ErrForked is the sentinel of ClassForked.
+	ErrForked = errors.New(ClassForked)
+	// ErrNotFound is returned (wrapped) by Get for a run without a record;
+	// it also matches errdefs.ErrNotFound.
+	ErrNotFound = fmt.Errorf("no ledger record: %w", errdefs.ErrNotFound)
+	// ErrInvalid is returned (wrapped) for a malformed request (empty run
+	// id, generation 0, ...); it also matches errdefs.ErrInvalidArgument.
+	ErrInvalid = fmt.Errorf("invalid ledger request: %w", errdefs.ErrInvalidArgument)
+)
+
+// Error is a refused transition: the class, the transition, the run and the
+// record as found, and why. It matches the sentinel of its Class with
+// errors.Is; use errors.As to read the record.
+type Error struct {
+	// Class is ClassClaimConflict, ClassSuperseded or ClassForked.
+	Class string
+	// Op is the transition refused: "suspended", "claim", "live",
+	// "release", "discard" or "purge".
+	Op string
+	// Run is the run id.
+	Run string
+	// Generation is the generation the request named, 0 when it named
+	// none.
+	Generation uint64
+	// Record is the record as found; nil when there was none.
+	Record *Record
+	// Reason says what refused, in words (e.g. `generation 3 is recorded`,
+	// `the run is live`); Error adds the record and its holder.
+	Reason string
+}
+
+var _ error = (*Error)(nil)
+
+// Error renders the refusal with the record found, naming its holder and
+// the holder's host: `ledger: claim of run "demo-1" generation 2:
+// claim-conflict: the run is live (record: live, generation 2, fence 3, held
+// by container "c" in namespace "ns" on host "h")`.
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ledger: %s of run %q", e.Op, e.Run)
+	if e.Generation != 0 {
+		fmt.Fprintf(&b, " generation %d", e.Generation)
+	}
+	fmt.Fprintf(&b, ": %s: %s", e.Class, e.Reason)
+	if e.Record != nil {
+		fmt.Fprintf(&b, " (record: %s", e.Record.State)
+		if e.Record.Generation != 0 {
+			fmt.Fprintf(&b, ", generation %d", e.Record.Generation)
+		}
+		fmt.Fprintf(&b, ", fence %d", e.Record.Fence)
+		if h := e.Record.Holder; h != nil {
+			fmt.Fprintf(&b, ", held by %s", h)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel of e's class (nil for an unknown class).
+func (e *Error) Unwrap() error {
+	switch e.Class {
+	case ClassClaimConflict:
+		return ErrClaimConflict
+	case ClassSuperseded:
+		return ErrSuperseded
+	case ClassForked:
+		return ErrForked
+	}
+	return nil
+}
+
+// ClassOf returns the refusal class of err ("" when err is not a ledger
+// refusal).
+func ClassOf(err error) string {
+	switch {
+	case errors.Is(err, ErrClaimConflict):
+		return ClassClaimConflict
+	case errors.Is(err, ErrSuperseded):
+		return ClassSuperseded
+	case errors.Is(err, ErrForked):
+		return ClassForked
+	}
+	return ""
+}
+
+// DefaultPath is the default file of the bolt ledger (the global --ledger
+// flag and $SANDBOX_RESUME_LEDGER override it).
+const DefaultPath = "/var/lib/sandbox-resume/ledger.db"
+
+// DefaultTimeout is how long a transition waits for the ledger (the bolt
+// file lock, an etcd quorum) by default: the global --ledger-timeout.
+const DefaultTimeout = 10 * time.Second

@@ -1,0 +1,132 @@
+package ledger_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+)
+
+var (
+	when = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ref2 = digest.FromString("generation 2")
+)
+
+// TestRecordJSON: the stored and printed form is the record of
+// docs/design.md "The run ledger", member for member.
+func TestRecordJSON(t *testing.T) {
+	rec := ledger.Record{
+		Run: "demo-1", Generation: 2, Ref: ref2, State: ledger.StateResuming,
+		Holder:      &ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c2"}, PID: 123, Start: "s", Boot: "b"},
+		SuspendedBy: &ledger.SuspendedBy{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c1"}, Created: when, Fence: 16, Generation: 2},
+		Fence:       17, Updated: when,
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"run":"demo-1","generation":2,"ref":"` + ref2.String() + `","state":"resuming",` +
+		`"holder":{"host":"h","namespace":"ns","container":"c2","pid":123,"start":"s","boot":"b"},` +
+		`"suspendedBy":{"host":"h","namespace":"ns","container":"c1","created":"2026-12-01T10:00:00Z","fence":16,"generation":2},` +
+		`"fence":17,"updated":"2026-12-01T10:00:00Z"}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	var back ledger.Record
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := json.Marshal(back); string(b2) != want {
+		t.Fatalf("round trip: %s", b2)
+	}
+
+	live := ledger.Record{Run: "demo-1", Generation: 1, Ref: ref2, State: ledger.StateLive,
+		Holder:      &ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}},
+		SuspendedBy: &ledger.SuspendedBy{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}, Created: when, Generation: 1},
+		Fence:       1, Updated: when}
+	b, _ = json.Marshal(live)
+	want = `{"run":"demo-1","generation":1,"ref":"` + ref2.String() + `","state":"live",` +
+		`"holder":{"host":"h","namespace":"ns","container":"c"},` +
+		`"suspendedBy":{"host":"h","namespace":"ns","container":"c","created":"2026-12-01T10:00:00Z","generation":1},` +
+		`"fence":1,"updated":"2026-12-01T10:00:00Z"}`
+	if string(b) != want {
+		t.Fatalf("live: got  %s\nwant %s", b, want)
+	}
+
+	purged := ledger.Record{Run: "demo-1", State: ledger.StatePurged, Fence: 17, Updated: when}
+	b, _ = json.Marshal(purged)
+	if want := `{"run":"demo-1","state":"purged","fence":17,"updated":"2026-12-01T10:00:00Z"}`; string(b) != want {
+		t.Fatalf("purged: got %s, want %s", b, want)
+	}
+}
+
+func TestErrorClasses(t *testing.T) {
+	cur := ledger.Record{Run: "demo-1", Generation: 2, Ref: ref2, State: ledger.StateLive,
+		Holder: &ledger.Holder{Container: ledger.Container{Host: "host-a", Namespace: "ns", ID: "inc-1"}}, Fence: 3, Updated: when}
+	req := ledger.ClaimRequest{Run: "demo-1", Generation: 2, Ref: ref2,
+		Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "inc-2"}, PID: 9}}
+	_, changed, err := ledger.Apply(&cur, ledger.ClaimOp{ClaimRequest: req}, when)
+	if changed || !errors.Is(err, ledger.ErrClaimConflict) || errors.Is(err, ledger.ErrSuperseded) || ledger.ClassOf(err) != "claim-conflict" {
+		t.Fatalf("claim of a live run: %v", err)
+	}
+	for _, s := range []string{`"demo-1"`, "claim-conflict", `"inc-1"`, `"host-a"`, "fence 3"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("message %q does not name %s", err, s)
+		}
+	}
+	if strings.Contains(err.Error(), "exit") {
+		t.Errorf("message %q speaks of exit codes", err)
+	}
+	var e *ledger.Error
+	if !errors.As(err, &e) || e.Record == nil || e.Record.Holder.Host != "host-a" || e.Op != "claim" {
+		t.Fatalf("errors.As: %+v", e)
+	}
+	e.Record.Fence = 99 // the error carries a copy
+	if cur.Fence != 3 {
+		t.Fatal("Apply's error shares the current record")
+	}
+	if ledger.ClassSuperseded != "superseded" || ledger.ClassForked != "forked" || ledger.ClassClaimConflict != "claim-conflict" {
+		t.Fatal("class names differ from the CLI contract")
+	}
+
+	_, _, err = ledger.Apply(nil, ledger.ClaimOp{ClaimRequest: ledger.ClaimRequest{Run: "demo-1", Ref: ref2, Holder: req.Holder}}, when)
+	if !errors.Is(err, ledger.ErrInvalid) || !errdefs.IsInvalidArgument(err) || ledger.ClassOf(err) != "" {
+		t.Fatalf("generation 0: %v", err)
+	}
+	if !errdefs.IsNotFound(ledger.ErrNotFound) {
+		t.Fatal("ErrNotFound is not errdefs.ErrNotFound")
+	}
+}
+
+// TestApplyDoesNotModify: Apply is pure; the record given is never changed.
+func TestApplyDoesNotModify(t *testing.T) {
+	h := ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}, PID: 1}
+	cur := ledger.Record{Run: "demo-1", Generation: 2, Ref: ref2, State: ledger.StateResuming, Holder: &h, Fence: 3, Updated: when}
+	keep, _ := json.Marshal(cur)
+	for _, op := range []ledger.Op{
+		ledger.LiveOp{Run: "demo-1", Fence: 3, Container: h.Container},
+		ledger.ReleaseOp{Run: "demo-1", Fence: 3},
+		ledger.DiscardOp{Run: "demo-1", Force: true},
+		ledger.ClaimOp{ClaimRequest: ledger.ClaimRequest{Run: "demo-1", Generation: 2, Ref: ref2, Holder: h, GoneHolder: &h}, HolderGone: true},
+	} {
+		next, changed, err := ledger.Apply(&cur, op, when.Add(time.Hour))
+		if err != nil || !changed {
+			t.Fatalf("%s: %v", ledger.OpName(op), err)
+		}
+		if next.Holder != nil && next.Holder == cur.Holder {
+			t.Fatalf("%s: next shares the holder of cur", ledger.OpName(op))
+		}
+		if b, _ := json.Marshal(cur); string(b) != string(keep) {
+			t.Fatalf("%s modified cur: %s", ledger.OpName(op), b)
+		}
+	}
+	if _, _, err := ledger.Apply(&cur, ledger.PurgeOp{Run: "other"}, when); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("a record of another run: %v", err)
+	}
+}
