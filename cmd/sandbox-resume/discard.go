@@ -50,5 +50,6 @@ func newDiscardCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&run, "run", "", "run id (required)")
+	addLedgerFlags(cmd, g)
 	return cmd
 }

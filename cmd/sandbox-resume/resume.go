@@ -86,6 +86,7 @@ claim stays after a resume: a second resume of the run is 8.`,
 	f.BoolVar(&o.check, "check", false, "decide only: run the checks, create nothing (no claim, no container)")
 	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-resumed); not used by --check")
 	f.BoolVar(&o.start, "start", false, "start the resumed container's task; needs a resume without --check")
+	addLedgerFlags(cmd, g)
 	return cmd
 }
 

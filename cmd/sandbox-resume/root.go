@@ -24,6 +24,9 @@ type globalOptions struct {
 	hostID    string
 	output    string
 	stdin     io.Reader
+	// ledger holds the ledger flags of the commands that use the run
+	// ledger (addLedgerFlags).
+	ledger ledgerOptions
 }
 
 const (
