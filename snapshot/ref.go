@@ -18,6 +18,15 @@ const (
 	LabelPrefix      = "io.sandbox-resume."
 	LabelRun         = "io.sandbox-resume.run"
 	LabelManifest    = "io.sandbox-resume.manifest"
+	// LabelGeneration, on an incarnation: the generation it was resumed
+	// from (decimal).
+	LabelGeneration = "io.sandbox-resume.generation"
+	// LabelRef, on an incarnation: the digest of the ref file it was
+	// resumed from (the ledger record's ref).
+	LabelRef = "io.sandbox-resume.ref"
+	// LabelFence, on the container holding a run: the fence token the
+	// ledger issued to it (decimal).
+	LabelFence = "io.sandbox-resume.fence"
 )
 
 // Host identity sources recorded in Host.IDSource.

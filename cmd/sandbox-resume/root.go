@@ -87,6 +87,7 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		newResumeCmd(g),
 		newSuspendCmd(g),
 		newDiscardCmd(g),
+		newRunsCmd(g),
 		newExportCmd(g),
 		newImportCmd(g),
 		newPushCmd(g),
