@@ -11,7 +11,7 @@ FUZZTIME ?= 10m
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## install what is missing (apt packages as root; the containerd binaries of go.mod's version into bin/; ajv into .tools/)
+deps: ## install what is missing (apt packages as root; the containerd binaries of go.mod's version and etcd v3.6 (hack/tools/etcd) into bin/; ajv into .tools/)
 	@./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
 
 build: ## build bin/sandbox-resume

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and is missing (DESIGN "Build and test
 # environment"). As root: apt packages and the containerd binaries at the
-# version in go.mod, built with `go install` into bin/ (cached by version).
+# version in go.mod, built with `go install` into bin/ (cached by version);
+# etcd v3.6 from hack/tools/etcd into bin/ (cached by version).
 # As non-root it only reports what is missing. Never installs Debian's
 # containerd package: its 1.6 shim would shadow the v2 shim on PATH.
 set -euo pipefail
@@ -51,4 +52,22 @@ if [[ ! -f .tools/node_modules/ajv/dist/2020.js || ! -f .tools/node_modules/ajv-
   else
     echo "deps: missing npm (node and npm run the schema validator test)"
   fi
+fi
+
+# The etcd server (and etcdctl) for the fleet-ledger tests (issue 17): v3.6
+# built from the tools module hack/tools/etcd, whose go.mod pins the version
+# (`go install MODULE@VERSION` refuses etcd's server module: its go.mod has
+# replace directives). Cached by version like containerd. Never Debian's
+# etcd-server package: it is 3.4.
+etcd_version=$(awk '$1=="go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {print $2; exit}' hack/tools/etcd/go.mod)
+[[ -n $etcd_version ]] || { echo "deps: no go.etcd.io/etcd/server/v3 version in hack/tools/etcd/go.mod" >&2; exit 1; }
+stamp=bin/.etcd-$etcd_version
+if [[ ! -f $stamp || ! -x bin/etcd || ! -x bin/etcdctl ]]; then
+  echo "deps: go build etcd $etcd_version (etcd, etcdctl) from hack/tools/etcd into bin/"
+  mkdir -p bin
+  rm -f bin/.etcd-*
+  (cd hack/tools/etcd &&
+    go build -trimpath -o "$root/bin/etcd" go.etcd.io/etcd/server/v3 &&
+    go build -trimpath -o "$root/bin/etcdctl" go.etcd.io/etcd/etcdctl/v3)
+  touch "$stamp"
 fi

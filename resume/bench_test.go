@@ -21,7 +21,7 @@ func BenchmarkDecideFake(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if v := resume.Decide(ctx, fx.facts, fx.claims, req); v.ExitCode != 0 {
+		if v := resume.Decide(ctx, fx.facts, fx.ledger, req); v.ExitCode != 0 {
 			b.Fatalf("exit %d", v.ExitCode)
 		}
 	}

@@ -62,7 +62,7 @@ func TestRefVectorsDecide(t *testing.T) {
 			}
 			req := fx.request(file)
 			req.Trust = envelope.NewKeyRing(pub)
-			v := resume.Decide(context.Background(), fx.facts, fx.claims, req)
+			v := resume.Decide(context.Background(), fx.facts, fx.ledger, req)
 			if vec.Accepted {
 				for _, c := range v.Checks[:3] {
 					if c.Result != resume.ResultPass {

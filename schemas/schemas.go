@@ -300,6 +300,19 @@ func verdictSchema() map[string]any {
 	r.fields["Verdict.materialize"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
 		return map[string]any{"allOf": []any{b}, "description": "materialization after check claim (resume without --check): name \"materialize\", pass or fail"}
 	}}
+	r.fields["Verdict.run"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"description": "the verified ref's run id (once check ref-integrity passed)"})
+	}}
+	r.fields["Verdict.generation"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"minimum": 1, "description": "the verified ref's generation (once check ref-integrity passed)"})
+	}}
+	r.fields["Verdict.fence"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"minimum": 1, "description": "the fence token the ledger's Claim issued (resume without --check, once claimed)"})
+	}}
+	r.fields["Verdict.takenOver"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return map[string]any{"allOf": []any{b}, "description": "the live holder that --take-over fenced out (an operator's decision) and the fence it held"}
+	}}
+	r.descrip["TakenOver"] = "a holder fenced out by a take-over: host, namespace, container, and the fence it held"
 	r.fields["CheckResult.result"] = set(map[string]any{"enum": []any{resume.ResultPass, resume.ResultFail, resume.ResultSkipped}})
 	var rc []any
 	for _, c := range refusalClasses {

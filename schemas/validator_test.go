@@ -24,6 +24,8 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -710,6 +712,9 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		noDiff    bool
 		noImage   bool
 		otherHost bool
+		// record puts the run's ledger record in place; ref is the
+		// digest of the ref file decided.
+		record func(l *lfake.Ledger, ref digest.Digest)
 	}
 	run := func(s setup) []byte {
 		facts, err := fake.NewFacts(host)
@@ -776,7 +781,11 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.trust != nil {
 			tr = s.trust
 		}
-		v := resume.Decide(context.Background(), facts, fake.NewClaims(), resume.Request{
+		l := lfake.New()
+		if s.record != nil {
+			s.record(l, digest.FromBytes(refFile))
+		}
+		v := resume.Decide(context.Background(), facts, l, resume.Request{
 			RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr})
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -794,5 +803,16 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		"cross-host":        run(setup{otherHost: true}),
 		"image-unresolved":  run(setup{noImage: true}),
 		"snapshot-missing":  run(setup{noDiff: true}),
+		"superseded": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
+			l.Discard(context.Background(), "demo-1", false)
+		}}),
+		"forked": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
+			l.Suspended(context.Background(), ledger.SuspendRequest{Run: "demo-1", Generation: 1, Ref: digest.FromString("another ref"),
+				Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}})
+		}}),
+		"claim-conflict": run(setup{record: func(l *lfake.Ledger, ref digest.Digest) {
+			l.Suspended(context.Background(), ledger.SuspendRequest{Run: "demo-1", Generation: 1, Ref: ref,
+				Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}, Keep: true})
+		}}),
 	}
 }

@@ -25,6 +25,9 @@ type globalOptions struct {
 	hostID    string
 	output    string
 	stdin     io.Reader
+	// ledger holds the ledger flags of the commands that use the run
+	// ledger (addLedgerFlags).
+	ledger ledgerOptions
 }
 
 const (
@@ -85,6 +88,7 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		newResumeCmd(g),
 		newSuspendCmd(g),
 		newDiscardCmd(g),
+		newRunsCmd(g),
 		newExportCmd(g),
 		newImportCmd(g),
 		newPushCmd(g),

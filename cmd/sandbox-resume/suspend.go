@@ -99,5 +99,6 @@ Rerunning with the same --run completes an interrupted suspend.`,
 	f.BoolVar(&o.keepRunning, "keep-running", false, "resume the task after the diff instead of stopping it")
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
 	f.StringVar(&o.policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
+	addLedgerFlags(cmd, g)
 	return cmd
 }

@@ -41,8 +41,7 @@ func TestMaterializerConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claims := fake.NewClaims()
-		m := fake.NewMaterializer(f, claims)
+		m := fake.NewMaterializer(f)
 		get := func(t testing.TB, id string) fake.Container {
 			c, ok := m.Container(id)
 			if !ok {
@@ -51,7 +50,7 @@ func TestMaterializerConformance(t *testing.T) {
 			return c
 		}
 		return materializertest.Fixture{
-			M: m, Claims: claims, Base: base,
+			M: m, Facts: f, Base: base,
 			PutBlob: func(t testing.TB, run string, data []byte) { f.PutBlob(data) },
 			Env:     func(t testing.TB, id string) []string { return get(t, id).Env },
 			Labels:  func(t testing.TB, id string) map[string]string { return get(t, id).Labels },
@@ -81,7 +80,7 @@ func TestCheckDiffIsVerifyDiff(t *testing.T) {
 	f.PutBlob(blob)
 	good := snapshot.Layer{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob)),
 		DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
-	m := fake.NewMaterializer(f, fake.NewClaims())
+	m := fake.NewMaterializer(f)
 	for name, d := range map[string]snapshot.Layer{
 		"good":              good,
 		"size":              func(d snapshot.Layer) snapshot.Layer { d.Size--; return d }(good),

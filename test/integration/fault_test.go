@@ -73,7 +73,7 @@ type cliProc struct {
 func startCLI(t testing.TB, env []string, args ...string) *cliProc {
 	t.Helper()
 	cmd := exec.Command(cli(t), args...)
-	cmd.Env = append(append(os.Environ(), "SANDBOX_RESUME_HOST_ID="), env...)
+	cmd.Env = cliEnv(args, env...)
 	cmd.Stdout = io.Discard
 	pipe, err := cmd.StderrPipe()
 	if err != nil {

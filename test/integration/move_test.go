@@ -96,7 +96,7 @@ func srcli(t testing.TB, d *harness.Daemon, ns string, args ...string) (int, []b
 	}
 	full := append([]string{"--address", d.Address, "--namespace", ns, "--output", "json"}, args...)
 	cmd := exec.Command(cli(t), full...)
-	cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=")
+	cmd.Env = cliEnv(full)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -191,7 +191,7 @@ func check(t *testing.T, d *harness.Daemon, ns string, s *suspended, config stri
 	args := append([]string{"--address", d.Address, "--namespace", ns, "--output", "json"}, extra...)
 	args = append(args, "resume", "--check", "--ref", s.refPath, "--config", cfg, "--trust", s.pub)
 	cmd := exec.Command(cli(t), args...)
-	cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=")
+	cmd.Env = cliEnv(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -142,7 +142,9 @@ func TestCapturerConformance(t *testing.T) {
 // stdout and exit code.
 func runCLI(t testing.TB, d *harness.Daemon, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(cli(t), append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)...)
+	args = append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)
+	cmd := exec.Command(cli(t), args...)
+	cmd.Env = cliEnv(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
