@@ -21,12 +21,12 @@ import (
 // Import never creates image records from archive names.
 func ArtifactImageName(run string) string { return "sandbox-resume.local/runs:" + run }
 
-// StoredArtifact is the migration artifact of a run as storeArtifact wrote
+// storedArtifact is the migration artifact of a run as storeArtifact wrote
 // it into the content store: the ref (opened without its signature: the
 // receiving host verifies it), the descriptors of the artifact manifest,
 // its config and its layers (Payload of the ref), the base image's
 // platform manifest (the subject), and the run lease that holds them.
-type StoredArtifact struct {
+type storedArtifact struct {
 	Ref      *snapshot.Ref
 	Manifest ocispec.Descriptor
 	Config   ocispec.Descriptor
@@ -47,7 +47,7 @@ type StoredArtifact struct {
 // (*snapshot.OpenError); ErrSnapshotMissing when a layer or the spec blob
 // is absent or has another size; snapshot.ErrImageUnresolved when the base platform
 // manifest is absent; the store's. Each names the digest.
-func storeArtifact(ctx context.Context, s Store, refFile []byte) (*StoredArtifact, error) {
+func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifact, error) {
 	ref, err := snapshot.OpenRefUnsafe(refFile)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte) (*StoredArtifac
 	if err := s.AddToLease(ctx, lease, append(digests, base.Digest)...); err != nil {
 		return nil, err
 	}
-	return &StoredArtifact{Ref: ref, Manifest: mdesc, Config: cfg, Base: base, Lease: lease, Layers: payload}, nil
+	return &storedArtifact{Ref: ref, Manifest: mdesc, Config: cfg, Base: base, Lease: lease, Layers: payload}, nil
 }
 
 // baseManifest returns the descriptor of the ref's base platform manifest

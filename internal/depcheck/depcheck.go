@@ -114,6 +114,7 @@ var Layout = map[string]Place{
 	"snapshot/fake": {4, "snapshot", Library},
 
 	"ledger":            {5, "ledger", Library},
+	"ledger/fake":       {5, "ledger", Library},
 	"ledger/ledgertest": {5, "ledger", Library},
 
 	"migrate":                 {6, "migrate", Library},

@@ -40,7 +40,7 @@ import (
 // random moments, the daemon SIGKILLed between suspend and resume, the disk
 // filling up during suspend, and a ref of a newer schema version.
 
-// importSteps are the fault points of runtime/containerd Import and
+// importSteps are the fault points of migrate.Import and
 // ImportFile, in order (import.go documents what each leaves).
 var importSteps = []string{"import-scan", "import-templease", "import-ingest", "import-hold", "import-release", "import-write"}
 
