@@ -532,10 +532,12 @@ func TestResumeFaultTrials(t *testing.T) {
 	}
 }
 
-// incarnations counts the containers labelled with run.
+// incarnations counts the incarnations of run: containers labelled with
+// the run and a generation (the runtime's own container carries the run
+// label only).
 func incarnations(t *testing.T, d *harness.Daemon, run string) int {
 	t.Helper()
-	cs, err := d.Client.Containers(d.Context(t), fmt.Sprintf("labels.%q==%s", snapshot.LabelRun, run))
+	cs, err := d.Client.Containers(d.Context(t), fmt.Sprintf("labels.%q==%s,labels.%q", snapshot.LabelRun, run, snapshot.LabelGeneration))
 	if err != nil {
 		t.Fatal(err)
 	}
