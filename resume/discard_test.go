@@ -47,7 +47,9 @@ func (h *runHost) RunContainers(_ context.Context, run string) ([]resume.Contain
 	return out, nil
 }
 
-func (h *runHost) LegacyClaim(context.Context, string) (*resume.LegacyClaim, error) { return h.legacy, nil }
+func (h *runHost) LegacyClaim(context.Context, string) (*resume.LegacyClaim, error) {
+	return h.legacy, nil
+}
 
 func (h *runHost) DeleteContainer(_ context.Context, id string) error {
 	delete(h.containers, id)

@@ -76,8 +76,8 @@ type resumeFaultState struct {
 	live       bool           // the record is live with the killed run's container
 	chain      bool           // the chain snapshot of base + diff exists
 	claimSnaps []string       // snapshots the materialization leases hold
-	snapshot   bool          // the snapshot <container> exists
-	container  bool          // the container exists
+	snapshot   bool           // the snapshot <container> exists
+	container  bool           // the container exists
 	labels     map[string]string
 	task       string   // taskNone, taskCreated or taskStarted
 	ingests    []string // content ingests in progress
