@@ -18,12 +18,12 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	containerstore "github.com/containerd/containerd/v2/core/containers"
-	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"

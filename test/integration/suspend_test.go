@@ -296,8 +296,17 @@ func TestSuspendLifecycle(t *testing.T) {
 	if got := present(t, ctx, d.Client.ContentStore(), kept...); fmt.Sprint(got) != fmt.Sprint(make([]bool, len(kept))) {
 		t.Fatalf("after discard, present = %v for %v", got, kept)
 	}
-	if _, code := runCLI(t, d, "discard", "--run", "life-1"); code != 2 {
-		t.Fatalf("second discard exit %d, want 2", code)
+	// A second discard changes nothing and deletes nothing (the ledger's
+	// Discard of a discarded run: no change; the previous release exited 2
+	// here, when discard was only the leases).
+	out, code = runCLI(t, d, "--output", "json", "discard", "--run", "life-1")
+	var res struct {
+		Run     string   `json:"run"`
+		State   string   `json:"state"`
+		Deleted []string `json:"deleted"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Run != "life-1" || res.State != "discarded" || res.Deleted == nil || len(res.Deleted) != 0 {
+		t.Fatalf("second discard exit %d: %s (%v); want 0, discarded, nothing deleted", code, out, err)
 	}
 }
 
