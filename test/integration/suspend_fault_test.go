@@ -276,6 +276,14 @@ func (r *faultRig) rerun(t *testing.T, ctx context.Context, cid, run, out string
 	t.Helper()
 	stdout, code := runCLI(t, r.d, "--output", "json", "suspend", "--container", cid, "--config", r.env.cfg,
 		"--key", r.env.key, "--run", run, "--out", out)
+	if before.stopped != "" {
+		// The killed attempt had finished: the container is suspended,
+		// and suspending it again is 8, changing nothing.
+		if after := r.observe(t, ctx, cid, run, out); code != 8 || !bytes.Equal(after.refFile, before.refFile) || after.recorded != before.recorded {
+			t.Fatalf("rerun of a finished suspend: exit %d (want 8), found %v", code, after)
+		}
+		return
+	}
 	if code != 0 {
 		t.Fatalf("rerun after %v: exit %d", before, code)
 	}
