@@ -89,8 +89,10 @@ type Ref struct {
 	// present exactly when Generation ≥ 2.
 	Parent digest.Digest `json:"parent,omitempty"`
 	// Manifest is the address of Core: "blake3:<64 hex>".
-	Manifest string           `json:"manifest"`
-	Core     envmanifest.Core `json:"core"`
+	Manifest string `json:"manifest"`
+	// Core is the manifest core of the environment the run was suspended
+	// in.
+	Core envmanifest.Core `json:"core"`
 	// Pinned is Core.IsPinned().
 	Pinned bool `json:"pinned"`
 	// Policy is the effective list of reserved environment names, sorted;
@@ -99,8 +101,11 @@ type Ref struct {
 	// Lockfile is "sha256:<hex>" of the lockfile bytes used; empty
 	// (absent) when none was.
 	Lockfile string `json:"lockfile,omitempty"`
-	Host     Host   `json:"host"`
-	Base     Base   `json:"base"`
+	// Host is the daemon the run was suspended on.
+	Host Host `json:"host"`
+	// Base is what the core's image resolved to (copied from the parent
+	// at a later generation).
+	Base Base `json:"base"`
 	// Layers are the rootfs diffs that, applied over Base in order (oldest
 	// first), give this generation's filesystem: 1 to MaxLayers entries.
 	Layers []Layer `json:"layers"`
