@@ -291,6 +291,17 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if err := os.WriteFile(s.ref, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The suspend recorded the good ref: the re-signed one would be
+	// forked (6) before materializing. Purge the record (the run lease
+	// and its blobs stay), so the claim passes and the layer is checked.
+	l := daemonLedger(t, d, "")
+	if _, err := l.Discard(ctx(t), s.run, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Purge(ctx(t), s.run); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 	before := containers(t, d)
 	code, v := resumeCLI(t, s)
 	if code != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" {

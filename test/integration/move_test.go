@@ -364,7 +364,8 @@ func TestMoveInterop(t *testing.T) {
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(out, &m); err != nil || m.ArtifactType != migrate.ArtifactType || m.Config.MediaType != snapshot.MediaTypeRef ||
-		len(m.Layers) != 1 || m.Layers[0].Digest != s.ref.Layers[0].Digest || m.Subject == nil || m.Subject.Digest != bb.Manifest ||
+		len(m.Layers) != 2 || m.Layers[0].Digest != s.ref.Layers[0].Digest || m.Layers[1].Digest != s.ref.Spec.Digest ||
+		m.Layers[1].MediaType != snapshot.MediaTypeSpec || m.Subject == nil || m.Subject.Digest != bb.Manifest ||
 		m.Annotations[migrate.AnnotationRun] != s.ref.Run || m.Annotations[ocispec.AnnotationCreated] != s.ref.Created {
 		t.Errorf("artifact manifest (%v): %s", err, out)
 	}
@@ -373,7 +374,7 @@ func TestMoveInterop(t *testing.T) {
 	if out, err := exec.Command("skopeo", "copy", "oci-archive:"+run, "oci:"+layout).CombinedOutput(); err != nil {
 		t.Fatalf("skopeo copy: %v\n%s", err, out)
 	}
-	for _, d := range []digest.Digest{exp.Artifact.Digest, s.ref.Layers[0].Digest} {
+	for _, d := range []digest.Digest{exp.Artifact.Digest, s.ref.Layers[0].Digest, s.ref.Spec.Digest} {
 		b, err := os.ReadFile(filepath.Join(layout, "blobs", "sha256", d.Encoded()))
 		if err != nil || digest.FromBytes(b) != d {
 			t.Errorf("skopeo's copy lacks blob %s (%v)", d, err)

@@ -110,9 +110,10 @@ func TestMoveProgress(t *testing.T) {
 		if _, err := migrate.Pull(ctx(t), rc, rc.Registry(true), target, trust, migrate.WithProgress(&pull)); err != nil {
 			t.Fatal(err)
 		}
-		if len(pull.phases) != 3 || pull.phases[0] != "pull" || pull.bytes[0] != s.ref.Layers[0].Size ||
+		// The artifact's layers: the layer and the spec blob.
+		if len(pull.phases) != 3 || pull.phases[0] != "pull" || pull.bytes[0] != s.ref.Layers[0].Size+s.ref.Spec.Size ||
 			pull.phases[2] != "pull base" || pull.bytes[2] == 0 {
-			t.Errorf("pull progress %s; layer %d bytes", &pull, s.ref.Layers[0].Size)
+			t.Errorf("pull progress %s; layer %d bytes, spec %d bytes", &pull, s.ref.Layers[0].Size, s.ref.Spec.Size)
 		}
 	})
 
