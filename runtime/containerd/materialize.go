@@ -20,6 +20,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
@@ -35,6 +36,11 @@ var _ resume.Materializer = (*Runtime)(nil)
 
 // RuncRuntime is the runtime of every resumed container.
 const RuncRuntime = "io.containerd.runc.v2"
+
+// labelMaterializeContainer labels a materialization lease with the id of
+// the container it makes, so that DeleteContainer (a replaced resumer's
+// container) drops what a killed materialization left.
+const labelMaterializeContainer = snapshot.LabelPrefix + "materialize.container"
 
 // MaterializeLeaseExpiry bounds how long the short-lived lease that
 // protects a materialization's snapshots (until the container references
@@ -123,9 +129,10 @@ func (r *Runtime) StoreRef(ctx context.Context, run string, ref []byte) error {
 
 // DeleteContainer implements resume.Materializer: the task is stopped
 // (SIGKILL, wait, delete: StopTask), the container deleted with its
-// snapshot (client.WithSnapshotCleanup), and a snapshot keyed id left
-// without a container removed from the default snapshotter. An absent
-// container is no error.
+// snapshot (client.WithSnapshotCleanup), a snapshot keyed id left without a
+// container removed from the default snapshotter, and the leases of a
+// materialization of id that did not finish deleted. An absent container is
+// no error.
 func (r *Runtime) DeleteContainer(ctx context.Context, id string) error {
 	cont, err := r.client.LoadContainer(ctx, id)
 	switch err = native(err); {
@@ -146,6 +153,16 @@ func (r *Runtime) DeleteContainer(ctx context.Context, id string) error {
 	}
 	if err := r.client.SnapshotService(snName).Remove(ctx, id); err != nil && !errdefs.IsNotFound(native(err)) {
 		return fmt.Errorf("remove snapshot %s/%s: %w", snName, id, native(err))
+	}
+	// A materialization of this container killed before it finished.
+	ls, err := r.client.LeasesService().List(ctx, fmt.Sprintf("labels.%q==%s", labelMaterializeContainer, id))
+	if err != nil {
+		return fmt.Errorf("list the materialization leases of container %s: %w", id, native(err))
+	}
+	for _, l := range ls {
+		if err := r.client.LeasesService().Delete(ctx, l); err != nil && !errdefs.IsNotFound(native(err)) {
+			return fmt.Errorf("delete materialization lease %s of container %s: %w", l.ID, id, native(err))
+		}
 	}
 	return nil
 }
@@ -201,7 +218,8 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // errdefs.ErrNotFound for missing base content.
 func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
 	ml, err := r.client.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(MaterializeLeaseExpiry),
-		leases.WithLabel(snapshot.LabelPrefix+"temporary", "materialize"), leases.WithLabel(snapshot.LabelRun, spec.Run))
+		leases.WithLabel(snapshot.LabelPrefix+"temporary", "materialize"), leases.WithLabel(snapshot.LabelRun, spec.Run),
+		leases.WithLabel(labelMaterializeContainer, spec.ID))
 	if err != nil {
 		return fmt.Errorf("create the materialization lease of run %s: %w", spec.Run, native(err))
 	}
@@ -251,6 +269,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 		return err
 	}
 	sn := r.client.SnapshotService(snName)
+	// An existing chain snapshot is used as it is (ApplyLayers only
+	// stats it): hold it under the lease first, so a garbage collection
+	// between here and the container cannot take it (what ApplyLayers
+	// creates joins the lease by itself; parents are held by children).
+	diffIDs := append(slices.Clone(spec.Base.DiffIDs), spec.Diff.DiffID)
+	if err := r.client.LeasesService().AddResource(ctx, ml, leases.Resource{ID: identity.ChainID(diffIDs).String(), Type: "snapshots/" + snName}); err != nil {
+		return fmt.Errorf("hold the chain snapshot of run %s under lease %s: %w", spec.Run, ml.ID, native(err))
+	}
 	chainID, err := rootfs.ApplyLayers(lctx, layers, sn, r.client.DiffService())
 	if err != nil {
 		err = native(err)

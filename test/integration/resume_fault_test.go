@@ -357,7 +357,9 @@ func (r *resumeRig) rerun(t *testing.T, ctx context.Context, killed, container s
 }
 
 // reset deletes the containers ids (tasks killed, snapshots removed) and
-// resets the record: purged (the run id free, the fence kept) or, with
+// the leases of killed materializations (synchronously, so what they held
+// is collected), and resets the record: purged (the run id free, the fence
+// kept) or, with
 // stale, resuming with a gone holder (a resumer killed before it made its
 // container).
 func (r *resumeRig) reset(t *testing.T, ctx context.Context, stale bool, ids ...string) {
@@ -382,6 +384,21 @@ func (r *resumeRig) reset(t *testing.T, ctx context.Context, stale bool, ids ...
 			t.Fatalf("snapshot %s outlived its container", id)
 		}
 	}
+	// What killed materializations left under their (expiring) leases
+	// goes too, synchronously.
+	ls := r.d.Client.LeasesService()
+	all, err := ls.List(ctx, fmt.Sprintf("labels.%q==materialize,labels.%q==%s", snapshot.LabelPrefix+"temporary", snapshot.LabelRun, r.s.run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ml := range all {
+		if err := ls.Delete(ctx, ml, leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	// And what the deleted containers alone referenced (the chain
+	// snapshot) is collected now, not in the middle of the next trial.
+	collectGarbage(t, r.d, r.d.Namespace)
 	l := daemonLedger(t, r.d, "")
 	if _, err := l.Discard(ctx, r.s.run, true); err != nil {
 		t.Fatal(err)
