@@ -258,11 +258,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 			Diff: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: l.DiffID, Size: l.UncompressedSize},
 		})
 	}
-	var diffIDs []string
+	var named []string
+	chain := slices.Clone(spec.Base.DiffIDs)
 	for _, l := range spec.Layers {
-		diffIDs = append(diffIDs, fmt.Sprintf("%s (diffID %s)", l.Digest, l.DiffID))
+		named = append(named, fmt.Sprintf("%s (diffID %s)", l.Digest, l.DiffID))
+		chain = append(chain, l.DiffID)
 	}
-	applied := strings.Join(diffIDs, " + ")
+	applied := strings.Join(named, " + ")
 
 	snName, err := r.defaultSnapshotter(ctx)
 	if err != nil {
@@ -273,8 +275,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 	// stats it): hold it under the lease first, so a garbage collection
 	// between here and the container cannot take it (what ApplyLayers
 	// creates joins the lease by itself; parents are held by children).
-	diffIDs := append(slices.Clone(spec.Base.DiffIDs), spec.Diff.DiffID)
-	if err := r.client.LeasesService().AddResource(ctx, ml, leases.Resource{ID: identity.ChainID(diffIDs).String(), Type: "snapshots/" + snName}); err != nil {
+	if err := r.client.LeasesService().AddResource(ctx, ml, leases.Resource{ID: identity.ChainID(chain).String(), Type: "snapshots/" + snName}); err != nil {
 		return fmt.Errorf("hold the chain snapshot of run %s under lease %s: %w", spec.Run, ml.ID, native(err))
 	}
 	chainID, err := rootfs.ApplyLayers(lctx, layers, sn, r.client.DiffService())
