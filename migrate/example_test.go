@@ -60,8 +60,8 @@ func ExampleExport() {
 	}
 	ref.Base.ManifestDigest, ref.Base.ConfigDigest, ref.Base.IndexDigest = base.Digest, cfg.Digest, ""
 	ref.Base.DiffIDs = []digest.Digest{layer.Digest}
-	ref.RootfsDiff = snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diff.Digest, Size: diff.Size,
-		DiffID: digest.FromBytes(tarBytes), UncompressedSize: int64(len(tarBytes))}
+	ref.Layers = []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diff.Digest, Size: diff.Size,
+		DiffID: digest.FromBytes(tarBytes), UncompressedSize: int64(len(tarBytes))}}
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	refFile, err := snapshot.SignRef(ref, key)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -61,10 +62,13 @@ func ExampleDecide() {
 		return
 	}
 	diff := []byte("the run's rootfs diff (zstd)")
-	ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Manifest: m.Address, Core: m.Core, Pinned: m.IsPinned(),
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
+	ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.IsPinned(),
 		Policy: []string{}, Host: host, Base: base, Created: "2026-11-30T17:00:00Z",
-		RootfsDiff: snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: facts.PutBlob(diff), Size: int64(len(diff)),
-			DiffID: digest.FromString("the uncompressed tar"), UncompressedSize: 4096}}
+		Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: facts.PutBlob(diff), Size: int64(len(diff)),
+			DiffID: digest.FromString("the uncompressed tar"), UncompressedSize: 4096}},
+		Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: facts.PutBlob(spec), Size: int64(len(spec))},
+		Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"}}
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	refFile, err := snapshot.SignRef(&ref, key)
 	if err != nil {
@@ -74,7 +78,7 @@ func ExampleDecide() {
 	trust := envelope.NewKeyRing(key.Public().(ed25519.PublicKey))
 
 	decide := func(offered string, trust *envelope.KeyRing) {
-		v := resume.Decide(ctx, facts, fake.NewClaims(), resume.Request{
+		v := resume.Decide(ctx, facts, lfake.New(), resume.Request{
 			RefFile: refFile, RefSource: "demo-1.ref.json", Config: []byte(offered), ConfigPath: path, Trust: trust})
 		fmt.Printf("accepted %t, class %q, exit %d\n", v.Accepted, v.Class, v.ExitCode)
 		for _, c := range v.Checks {

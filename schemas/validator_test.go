@@ -30,6 +30,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -789,13 +791,19 @@ func ourDocuments(t *testing.T) []ajvDoc {
 	// SnapshotRef fixtures: the inner refs and cores as committed, and each
 	// ref signed into a file.
 	fixtures, _ := filepath.Glob(filepath.Join("..", "snapshot", "testdata", "*.jcs"))
+	for _, v := range refVectors(t) {
+		if v.Accepted {
+			fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", "ref2", v.File))
+		}
+	}
+	fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", "ref2", "g1.core.jcs"), filepath.Join("..", "snapshot", "testdata", "ref2", "g2.core.jcs"))
 	refs := 0
 	for _, f := range fixtures {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := "snapshot/" + filepath.Base(f)
+		id := "snapshot/" + strings.TrimPrefix(filepath.ToSlash(f), "../snapshot/testdata/")
 		switch {
 		case strings.HasSuffix(f, ".ref.jcs"):
 			refs++
@@ -837,7 +845,8 @@ func ourDocuments(t *testing.T) []ajvDoc {
 }
 
 // brokenCase is a valid document edited so that its schema must refuse it
-// at pointer.
+// at pointer ("" for a refused SnapshotRef vector: a oneOf over both ref
+// schemas does not say where).
 type brokenCase struct {
 	id, schema, pointer string
 	data                []byte
@@ -858,7 +867,7 @@ func TestSchemaRefusesBrokenDocuments(t *testing.T) {
 			t.Errorf("%s: valid, want refused at %s", c.id, c.pointer)
 			continue
 		}
-		if got := schemaPointers(r); !slices.Contains(got, c.pointer) {
+		if got := schemaPointers(r); c.pointer != "" && !slices.Contains(got, c.pointer) {
 			t.Errorf("%s: refused at %v, want %s: %+v", c.id, got, c.pointer, r.Errors)
 		}
 	}
@@ -884,7 +893,20 @@ func brokenDocuments(t *testing.T) []brokenCase {
 		return b
 	}
 	verdict := verdictFixtures(t)["accepted"]
-	return []brokenCase{
+	// The refused SnapshotRef vectors (snapshot/testdata/ref2) are refused
+	// by the schema too.
+	var refused []brokenCase
+	for _, v := range refVectors(t) {
+		if v.Accepted {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", "ref2", v.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused = append(refused, brokenCase{"ref2-" + v.File, FileSnapshotRef + "#/$defs/Ref", "", data})
+	}
+	return append(refused, []brokenCase{
 		{"ref-unknown-member", FileSnapshotRef + "#/$defs/Ref", "/extra", edit(ref, func(m map[string]any) { m["extra"] = 1 })},
 		{"ref-bad-run", FileSnapshotRef + "#/$defs/Ref", "/run", edit(ref, func(m map[string]any) { m["run"] = "Demo" })},
 		{"ref-bad-digest", FileSnapshotRef + "#/$defs/Ref", "/rootfsDiff", edit(ref, func(m map[string]any) { m["rootfsDiff"].(map[string]any)["digest"] = "sha256:ABC" })},
@@ -897,7 +919,37 @@ func brokenDocuments(t *testing.T) []brokenCase {
 		{"dev-gpu", FileDevcontainer, "/hostRequirements", []byte(`{"image":"busybox","hostRequirements":{"gpu":"optional"}}`)},
 		{"dev-reserved-any-case", FileDevcontainer, "/containerEnv", []byte(`{"image":"busybox","containerEnv":{"ld_Preload":"x"}}`)},
 		{"dev-case-variant", FileDevcontainer, "/Image", []byte(`{"image":"busybox","Image":"busybox"}`)},
+	}...)
+}
+
+// refVector is an entry of snapshot/testdata/ref2/vectors.json, as far as
+// these tests read it.
+type refVector struct {
+	File     string `json:"file"`
+	Accepted bool   `json:"accepted"`
+}
+
+// refVectors reads the SnapshotRef vectors' expectations table; files
+// outside ref2/ (the /1 golden refs) are left out, the glob has them.
+func refVectors(t *testing.T) []refVector {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", "ref2", "vectors.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var table struct {
+		Vectors []refVector `json:"vectors"`
+	}
+	if err := json.Unmarshal(b, &table); err != nil {
+		t.Fatal(err)
+	}
+	var out []refVector
+	for _, v := range table.Vectors {
+		if !strings.HasPrefix(v.File, "../") {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // withoutIf drops ajv's "if" errors from r: ajv reports a failed then or
@@ -956,6 +1008,9 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		noDiff    bool
 		noImage   bool
 		otherHost bool
+		// record puts the run's ledger record in place; ref is the
+		// digest of the ref file decided.
+		record func(l *lfake.Ledger, ref digest.Digest)
 	}
 	run := func(s setup) []byte {
 		facts, err := fake.NewFacts(host)
@@ -993,10 +1048,13 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.otherHost {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
-		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
+		spec := []byte(`{"ociVersion":"1.2.0"}`)
+		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
-			RootfsDiff: snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
-				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096},
+			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
+				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096}},
+			Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: facts.PutBlob(spec), Size: int64(len(spec))},
+			Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"},
 			Created: "2026-11-30T17:00:00Z"}
 		refFile := s.refFile
 		if refFile == nil {
@@ -1019,7 +1077,11 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.trust != nil {
 			tr = s.trust
 		}
-		v := resume.Decide(context.Background(), facts, fake.NewClaims(), resume.Request{
+		l := lfake.New()
+		if s.record != nil {
+			s.record(l, digest.FromBytes(refFile))
+		}
+		v := resume.Decide(context.Background(), facts, l, resume.Request{
 			RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr})
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -1037,5 +1099,16 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		"cross-host":        run(setup{otherHost: true}),
 		"image-unresolved":  run(setup{noImage: true}),
 		"snapshot-missing":  run(setup{noDiff: true}),
+		"superseded": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
+			l.Discard(context.Background(), "demo-1", false)
+		}}),
+		"forked": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
+			l.Suspended(context.Background(), ledger.SuspendRequest{Run: "demo-1", Generation: 1, Ref: digest.FromString("another ref"),
+				Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}})
+		}}),
+		"claim-conflict": run(setup{record: func(l *lfake.Ledger, ref digest.Digest) {
+			l.Suspended(context.Background(), ledger.SuspendRequest{Run: "demo-1", Generation: 1, Ref: ref,
+				Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}, Keep: true})
+		}}),
 	}
 }

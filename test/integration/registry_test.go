@@ -258,7 +258,7 @@ func TestRegistryAuthTLS(t *testing.T) {
 		if got := digest.FromBytes(raw); got != pr.Artifact.Digest {
 			t.Errorf("skopeo read manifest %s, we pushed %s:\n%s", got, pr.Artifact.Digest, raw)
 		}
-		for _, d := range []digest.Digest{s.ref.RootfsDiff.Digest} {
+		for _, d := range []digest.Digest{s.ref.Layers[0].Digest} {
 			if b, err := os.ReadFile(filepath.Join(layout, "blobs", "sha256", d.Encoded())); err != nil || digest.FromBytes(b) != d {
 				t.Errorf("skopeo's copy lacks layer %s (%v)", d, err)
 			}
