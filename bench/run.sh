@@ -233,7 +233,7 @@ section2() {
     done
     read -r rm rl rh < <(pick "$W/agg-resume.tsv" BenchmarkVerifyRefBulk refs/cpu-s)
     read -r wm _ _ < <(pick "$W/agg-resume.tsv" BenchmarkVerifyRefBulk refs/s)
-    echo "| SnapshotRef bulk verification (\`resume.VerifyRef\`, 10,000 refs per op) | $(fmt_ms "$(awk -v x="$rm" 'BEGIN{print 1e6/x}')") | $(fmt_ms "$(awk -v x="$wm" 'BEGIN{print 1e6/x}')") | **$(printf '%.0f' "$rm") refs/s** ($(printf '%.0f' "$rl") – $(printf '%.0f' "$rh")) | ≥ 10,000 refs/s | $(ratio "$rm" 10000)× the goal's rate — $(verdict "$rm" ge 10000) |"
+    echo "| SnapshotRef bulk verification (\`snapshot.OpenRef\`, 10,000 refs per op) | $(fmt_ms "$(awk -v x="$rm" 'BEGIN{print 1e6/x}')") | $(fmt_ms "$(awk -v x="$wm" 'BEGIN{print 1e6/x}')") | **$(printf '%.0f' "$rm") refs/s** ($(printf '%.0f' "$rl") – $(printf '%.0f' "$rh")) | ≥ 10,000 refs/s | $(ratio "$rm" 10000)× the goal's rate — $(verdict "$rm" ge 10000) |"
     read -r dm dl dh < <(pick "$W/agg-resume.tsv" BenchmarkDecideFake ns/op)
     echo "| resume decision, in process, in-memory fake facts (\`BenchmarkDecideFake\`) | — | $(fmt_ms "$(awk -v x="$dm" 'BEGIN{print x/1000}')") ($(fmt_ms "$(awk -v x="$dl" 'BEGIN{print x/1000}')") – $(fmt_ms "$(awk -v x="$dh" 'BEGIN{print x/1000}')")) | | — | — |"
     echo

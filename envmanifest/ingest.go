@@ -58,8 +58,8 @@ func (m *Manifest) ImagePinned() bool { return m.Core.ImagePinned() }
 
 // IngestFile reads the devcontainer.json at path and ingests it with
 // opts.Path set to path. A file that cannot be read returns an error
-// wrapping the fs error (fs.ErrNotExist for a missing file; the CLI maps it
-// to exit 2); a refused document returns a *RefusedError.
+// wrapping the fs error (fs.ErrNotExist for a missing file: class
+// "bad-input"); a refused document returns a *RefusedError.
 func IngestFile(path string, opts Options) (*Manifest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -46,7 +46,7 @@ func (in *ingester) lockfile() (*lockfile, error) {
 	if !explicit {
 		if in.opts.Path == "" {
 			if in.opts.RequireLockfile {
-				in.refuse("", ClassLockfile, "a lockfile was used at suspension but none is given (stdin: discovery is off; pass --lockfile)")
+				in.refuse("", ClassLockfile, "a lockfile was used at suspension but none is given (stdin: discovery is off; name the lockfile explicitly)")
 			}
 			return nil, nil
 		}

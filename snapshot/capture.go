@@ -10,7 +10,7 @@ import (
 
 // MediaTypeRef is the media type of the ref blob in the content store and of
 // the migration artifact's config: it holds exactly the signed ref file's
-// bytes (DESIGN "Signed documents", "Moving runs").
+// bytes (docs/design.md "Signed documents", "Moving runs").
 const MediaTypeRef = "application/vnd.sandbox-resume.snapshot-ref.v1+json"
 
 // Labels the suspend flow puts on the run lease, beside LabelRun. They let a
@@ -45,7 +45,7 @@ const (
 	TaskUnknown TaskState = "unknown"
 )
 
-// Container is what suspend needs to know about a container (DESIGN
+// Container is what suspend needs to know about a container (docs/design.md
 // "Suspend", step 2): its snapshot (Snapshotter, SnapshotKey), the name of
 // that snapshot's parent (ParentChainID: for an unpacked image, the
 // snapshot committed under identity.ChainID of the image's diffIDs, written
@@ -149,7 +149,7 @@ type ContainerLabeler interface {
 	SetContainerLabels(ctx context.Context, id string, labels map[string]string) error
 }
 
-// Capturer is the seam suspend talks to containerd through (DESIGN
+// Capturer is the seam suspend talks to containerd through (docs/design.md
 // "Layout"): runtime/containerd implements it against a daemon and
 // snapshot/fake in memory; snapshot/capturertest is the conformance suite
 // both run. Errors wrap the github.com/containerd/errdefs classes.

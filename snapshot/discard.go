@@ -9,7 +9,7 @@ import (
 )
 
 // ErrRunNotFound: neither the run lease nor the claim lease of the run
-// exists. Exit 2, class "bad-input".
+// exists. Class "bad-input" (internal/exitcode).
 var ErrRunNotFound = errors.New("run not found")
 
 // LeaseDeleter deletes leases.
@@ -20,7 +20,7 @@ type LeaseDeleter interface {
 	DeleteLease(ctx context.Context, id string) error
 }
 
-// Discard ends a run (DESIGN "Materialize, claim, run lifecycle"): it
+// Discard ends a run (docs/design.md "Materialize, claim, run lifecycle"): it
 // deletes the run lease RunLease(run) and the claim lease ClaimLease(run),
 // each synchronously, so the diff, the ref blob and the base content they
 // alone held are collected when it returns. It returns the ids of the

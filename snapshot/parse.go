@@ -23,10 +23,10 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
-// ErrTampered is wrapped by checkIntegrity (and OpenRef) when a signed
-// ref's recorded manifest address or pinned flag disagrees with its core
-// (DESIGN "Resume decision", check 4 "ref-integrity": class "tampered",
-// exit 6).
+// ErrTampered is wrapped by OpenRef when a signed ref's recorded manifest
+// address or pinned flag disagrees with its core (docs/design.md "Resume
+// decision", check 4 "ref-integrity"). Class "tampered"
+// (internal/exitcode).
 var ErrTampered = errors.New("snapshot ref tampered")
 
 // refSchemaPrefix is the family of SnapshotRef schema strings; a newer
@@ -42,7 +42,7 @@ func parseRefFile(data []byte) (*envelope.Document, error) {
 	return envmanifest.ParseSigned(data, envelope.MemberRef)
 }
 
-// refMember describes one member of the ref object (DESIGN "SnapshotRef").
+// refMember describes one member of the ref object (docs/design.md "SnapshotRef").
 type refMember struct {
 	name     string
 	optional bool
@@ -208,8 +208,8 @@ func validPlatform(s string) bool {
 }
 
 // decodeRef decodes the inner "ref" object of a parsed SnapshotRef file
-// (DESIGN "Resume decision", check 3 "ref-schema"): exactly the members of
-// DESIGN "SnapshotRef" with the right types, "lockfile" and
+// (docs/design.md "Resume decision", check 3 "ref-schema"): exactly the members of
+// docs/design.md "SnapshotRef" with the right types, "lockfile" and
 // "base.indexDigest" optional. It checks that schema is RefSchema (a newer
 // "sandbox.snapshot-ref/N" is refused alone, with a message saying this
 // tool reads version 1 only), that run is a valid run id (ValidRunID),
@@ -219,9 +219,9 @@ func validPlatform(s string) bool {
 // and that core decodes as a manifest core (envmanifest.ParseCore).
 //
 // Every problem is reported at its JSON Pointer into the file (the nodes'
-// pointers: "/ref/run", "/ref/base/diffIDs/0") in one *envmanifest.RefusedError (exit 2). It does not check the
-// signatures (check 2) or that manifest and pinned agree with core (check
-// 4: checkIntegrity).
+// pointers: "/ref/run", "/ref/base/diffIDs/0") in one
+// *envmanifest.RefusedError. It does not check the signatures (check 2) or
+// that manifest and pinned agree with core (check 4: checkIntegrity).
 func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	d := &refDecoder{}
 	if inner == nil {
@@ -411,13 +411,13 @@ func (d *refDecoder) diff(obj *strictjson.Node, m map[string]*strictjson.Node) D
 	return df
 }
 
-// checkIntegrity is check 4 "ref-integrity" of DESIGN "Resume decision":
+// checkIntegrity is check 4 "ref-integrity" of docs/design.md "Resume decision":
 // r.Manifest must equal the address of the core exactly as parsed
 // (envmanifest.Address of the RFC 8785 JCS of inner's "core" subtree, never
 // of a re-marshalled Go value) and r.Pinned must equal r.Core.IsPinned().
 // inner is the ref object r was decoded from (envelope.Document.Inner). A
-// disagreement is an error wrapping ErrTampered (exit 6, class
-// "tampered") that names the pointer and both values.
+// disagreement is an error wrapping ErrTampered that names the pointer and
+// both values.
 func checkIntegrity(r *Ref, inner *strictjson.Node) error {
 	core := inner.Get("core")
 	if core == nil {
@@ -440,7 +440,7 @@ func checkIntegrity(r *Ref, inner *strictjson.Node) error {
 }
 
 // Canonical returns the RFC 8785 JCS bytes of the ref: the bytes its
-// signatures cover. Policy nil is written as [] (DESIGN "SnapshotRef":
+// signatures cover. Policy nil is written as [] (docs/design.md "SnapshotRef":
 // "[] when none"); optional members that are empty are omitted.
 func (r *Ref) Canonical() ([]byte, error) {
 	c := *r

@@ -6,11 +6,11 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
-// RefSchema is the value of Ref.Schema (DESIGN "SnapshotRef"). A new member
+// RefSchema is the value of Ref.Schema (docs/design.md "SnapshotRef"). A new member
 // means a new schema string, "sandbox.snapshot-ref/2".
 const RefSchema = "sandbox.snapshot-ref/1"
 
-// Names in containerd (DESIGN "SnapshotRef"): lease ids are these prefixes
+// Names in containerd (docs/design.md "SnapshotRef"): lease ids are these prefixes
 // followed by the run id; labels and annotations live under LabelPrefix.
 const (
 	RunLeasePrefix   = "sandbox-resume.run/"
@@ -35,7 +35,7 @@ const (
 	IDSourceOverride      = "override"      // --host-id or SANDBOX_RESUME_HOST_ID
 )
 
-// Ref is the SnapshotRef: the signed record of a suspended run (DESIGN
+// Ref is the SnapshotRef: the signed record of a suspended run (docs/design.md
 // "SnapshotRef"). Its JSON members are exactly these; unknown members are
 // refused when a ref is parsed.
 type Ref struct {

@@ -11,7 +11,7 @@ import (
 // (DefaultRunID). Class "usage" (internal/exitcode).
 var ErrInvalidRun = errors.New("invalid run id")
 
-// MaxRunIDLen is the longest run id in bytes (DESIGN "SnapshotRef": it ends
+// MaxRunIDLen is the longest run id in bytes (docs/design.md "SnapshotRef": it ends
 // up in lease ids, labels, container ids and OCI tags).
 const MaxRunIDLen = 63
 
@@ -19,13 +19,13 @@ var runIDRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`)
 
 // ValidRunID reports whether s is a run id: it matches
 // [a-z0-9]+([._-][a-z0-9]+)* and is at most MaxRunIDLen (63) bytes long
-// (DESIGN "SnapshotRef", member "run").
+// (docs/design.md "SnapshotRef", member "run").
 func ValidRunID(s string) bool {
 	return len(s) <= MaxRunIDLen && runIDRE.MatchString(s)
 }
 
 // DefaultRunID derives the default run id from a container id: the id
-// lower-cased (ASCII only), when that is a valid run id (DESIGN
+// lower-cased (ASCII only), when that is a valid run id (docs/design.md
 // "SnapshotRef"). ok is false when it is not; the caller must then ask for
 // an explicit --run.
 func DefaultRunID(containerID string) (run string, ok bool) {
@@ -43,7 +43,7 @@ func DefaultRunID(containerID string) (run string, ok bool) {
 
 // RunLease returns the id of the run lease of run,
 // "sandbox-resume.run/<run>": it holds the rootfs diff, the ref blob and the
-// base image content from suspension until discard (DESIGN "SnapshotRef").
+// base image content from suspension until discard (docs/design.md "SnapshotRef").
 func RunLease(run string) string { return RunLeasePrefix + run }
 
 // ClaimLease returns the id of the claim lease the previous release (`/1`)

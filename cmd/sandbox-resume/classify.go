@@ -8,6 +8,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
@@ -28,8 +29,8 @@ var sentinelClasses = []struct {
 	{suspend.ErrContainerNotFound, exitcode.ClassBadInput},
 	{snapshot.ErrRunNotFound, exitcode.ClassBadInput},
 	{suspend.ErrRunConflict, exitcode.ClassClaimConflict},
-	{snapshot.ErrArtifactRefused, exitcode.ClassBadInput},
-	{snapshot.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
+	{migrate.ErrArtifactRefused, exitcode.ClassBadInput},
+	{migrate.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrInvalidRun, exitcode.ClassUsage},
 	// A config (or other input) file that does not exist is refused input.

@@ -9,6 +9,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
@@ -38,10 +39,10 @@ func TestClassify(t *testing.T) {
 		{"no container", wrap(suspend.ErrContainerNotFound), exitcode.ClassBadInput, 2},
 		{"no run", wrap(snapshot.ErrRunNotFound), exitcode.ClassBadInput, 2},
 		{"run taken", wrap(suspend.ErrRunConflict), exitcode.ClassClaimConflict, 8},
-		{"artifact refused", wrap(snapshot.ErrArtifactRefused), exitcode.ClassBadInput, 2},
-		{"snapshot missing", wrap(snapshot.ErrSnapshotMissing), exitcode.ClassSnapshotMissing, 7},
+		{"artifact refused", wrap(migrate.ErrArtifactRefused), exitcode.ClassBadInput, 2},
+		{"snapshot missing", wrap(migrate.ErrSnapshotMissing), exitcode.ClassSnapshotMissing, 7},
 		{"diff corrupt", wrap(snapshot.ErrDiffCorrupt), exitcode.ClassSnapshotMissing, 7},
-		{"diff corrupt in a refused artifact", fmt.Errorf("%w: %w", wrap(snapshot.ErrDiffCorrupt), snapshot.ErrArtifactRefused), exitcode.ClassBadInput, 2},
+		{"diff corrupt in a refused artifact", fmt.Errorf("%w: %w", wrap(snapshot.ErrDiffCorrupt), migrate.ErrArtifactRefused), exitcode.ClassBadInput, 2},
 		{"invalid run", wrap(snapshot.ErrInvalidRun), exitcode.ClassUsage, 64},
 		{"missing file", wrap(fs.ErrNotExist), exitcode.ClassBadInput, 2},
 		{"anything else", errors.New("boom"), exitcode.ClassInternal, 1},

@@ -4,11 +4,14 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
 // newExportCmd is `export --ref ref.json --out run.tar [--with-base]`
-// (DESIGN "Moving runs"): containerd.Runtime.ExportFile writes the run's
-// migration artifact as an OCI layout archive, atomically.
+// (DESIGN "Moving runs"): migrate.ExportFile writes the run's migration
+// artifact from the daemon's content store as an OCI layout archive,
+// atomically.
 func newExportCmd(g *globalOptions) *cobra.Command {
 	var ref, out string
 	var withBase bool
@@ -43,7 +46,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			defer rt.Close()
 			popts, done := moveProgress(cmd)
-			res, err := rt.ExportFile(ctx, refFile, out, withBase, popts...)
+			res, err := migrate.ExportFile(ctx, rt, refFile, out, withBase, popts...)
 			done()
 			if err != nil {
 				return fmt.Errorf("export %s: %w", ref, err)

@@ -4,10 +4,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
 // newImportCmd is `import run.tar --trust PUB|DIR [--out ref.json]` (DESIGN
-// "Moving runs"): containerd.Runtime.ImportFile pre-scans the archive,
+// "Moving runs"): migrate.ImportFile pre-scans the archive,
 // verifies its ref, imports it under the run lease and verifies every blob
 // and the diff's diffID.
 func newImportCmd(g *globalOptions) *cobra.Command {
@@ -44,7 +46,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			defer rt.Close()
 			popts, done := moveProgress(cmd)
-			res, err := rt.ImportFile(ctx, args[0], trust, out, popts...)
+			res, err := migrate.ImportFile(ctx, rt, args[0], trust, out, popts...)
 			done()
 			if err != nil {
 				return err

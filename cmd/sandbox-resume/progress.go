@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
 // moveProgress returns the options that make export, import, push and pull
@@ -19,13 +19,13 @@ import (
 // when the operation returns. Progress is shown only when stderr is a
 // terminal (golang.org/x/term); otherwise — a pipe, a file, a test's buffer —
 // there are no options and nothing is written.
-func moveProgress(cmd *cobra.Command) ([]containerd.MoveOption, func()) {
+func moveProgress(cmd *cobra.Command) ([]migrate.Option, func()) {
 	w := cmd.ErrOrStderr()
 	if !isTerminal(w) {
 		return nil, func() {}
 	}
 	p := &barProgress{w: w}
-	return []containerd.MoveOption{containerd.WithProgress(p)}, p.finish
+	return []migrate.Option{migrate.WithProgress(p)}, p.finish
 }
 
 // isTerminal reports whether w is an *os.File open on a terminal.
@@ -34,7 +34,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// barProgress is a containerd.Progress drawing one progressbar/v3 bar per
+// barProgress is a migrate.Progress drawing one progressbar/v3 bar per
 // phase on w (bytes, rate; a spinner when the total is unknown). Safe for
 // concurrent use.
 type barProgress struct {

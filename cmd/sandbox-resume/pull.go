@@ -6,10 +6,12 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
 // newPullCmd is `pull [--plain-http] --trust PUB|DIR REG/REPO:TAG --out
-// ref.json` (DESIGN "Moving runs"): containerd.Runtime.Pull fetches and
+// ref.json` (DESIGN "Moving runs"): migrate.Pull fetches and
 // verifies the artifact, and the base by digest when it is missing.
 func newPullCmd(g *globalOptions) *cobra.Command {
 	var trustPath, out string
@@ -48,7 +50,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			defer rt.Close()
 			popts, done := moveProgress(cmd)
-			res, err := rt.Pull(ctx, source, trust, plainHTTP, popts...)
+			res, err := migrate.Pull(ctx, rt, rt.Registry(plainHTTP), source, trust, popts...)
 			done()
 			if err != nil {
 				return err

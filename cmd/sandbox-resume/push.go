@@ -5,11 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
 // newPushCmd is `push [--plain-http] --ref ref.json REG/REPO:TAG` (DESIGN
-// "Moving runs"): containerd.Runtime.Push sends the base by digest to the
+// "Moving runs"): migrate.Push sends the base by digest to the
 // same repository, then the artifact under the tag.
 func newPushCmd(g *globalOptions) *cobra.Command {
 	var ref string
@@ -47,7 +47,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			defer rt.Close()
 			popts, done := moveProgress(cmd)
-			res, err := rt.Push(ctx, refFile, target, plainHTTP, popts...)
+			res, err := migrate.Push(ctx, rt, rt.Registry(plainHTTP), refFile, target, popts...)
 			done()
 			if err != nil {
 				return fmt.Errorf("push %s: %w", ref, err)
@@ -68,8 +68,8 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 
 // remoteArg parses a registry reference argument; a bad one, or
 // --plain-http for a registry that is not loopback, is a usage error.
-func remoteArg(cmdName, s string, allowDigest, plainHTTP bool) (*containerd.RemoteRef, error) {
-	target, err := containerd.ParseRemoteRef(s, allowDigest)
+func remoteArg(cmdName, s string, allowDigest, plainHTTP bool) (*migrate.RemoteRef, error) {
+	target, err := migrate.ParseRemoteRef(s, allowDigest)
 	if err != nil {
 		return nil, usageErrorf("%s: %v", cmdName, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/containerd/errdefs"
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
@@ -186,7 +187,11 @@ func writeJSON(w io.Writer, v any) {
 // connect dials containerd with the global flags: --address, --namespace
 // and the --host-id override (DESIGN "CLI contract").
 func (g *globalOptions) connect(ctx context.Context) (*containerd.Runtime, error) {
-	return containerd.Connect(ctx, g.address, g.namespace, containerd.WithHostIDOverride(g.hostID))
+	rt, err := containerd.Connect(ctx, g.address, g.namespace, containerd.WithHostIDOverride(g.hostID))
+	if errdefs.IsUnavailable(err) {
+		return nil, fmt.Errorf("%w (see --address)", err)
+	}
+	return rt, err
 }
 
 // badInput marks a file named on the command line that cannot be read or

@@ -1,6 +1,6 @@
 // Command importbusybox imports the bundled busybox test image into a
 // containerd content store, without the network: the image is built in
-// memory by test/integration/harness/testimage from Debian's busybox-static
+// memory by internal/testimage from Debian's busybox-static
 // (/bin/busybox), as the integration tests build it, and the image name is
 // created or re-pointed at its index. examples/demo.sh uses it.
 //
@@ -33,7 +33,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/test/integration/harness/testimage"
+	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 )
 
 func main() {

@@ -6,7 +6,7 @@
 // It is test-only machinery compiled into the binary: with the environment
 // variable Env unset (every production run) Reach returns at once and has no
 // effect. One variable serves every package; each names its own steps
-// (snapshot/suspend/faultpoint.go for suspend; runtime/containerd/import.go for
+// (snapshot/suspend/faultpoint.go for suspend; migrate/import.go for
 // import, "import-*"; resume/materialize.go and
 // runtime/containerd/materialize.go for resume, "resume-*"), so step names
 // must be unique across the tool.

@@ -3,7 +3,7 @@
 // RunFactsSuite drives an implementation through a Fixture that stores blobs
 // and names images behind its back, then checks resolution, presence, blob
 // sizes, host facts and platform matching against the digests the test
-// images were built with (test/integration/harness/testimage).
+// images were built with (internal/testimage).
 package facttest
 
 import (
@@ -19,9 +19,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/test/integration/harness/testimage"
 )
 
 // Fixture changes the stores behind a Facts under test.

@@ -7,11 +7,11 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/facttest"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/test/integration/harness/testimage"
 )
 
 var _ resume.Facts = (*fake.Facts)(nil)

@@ -169,8 +169,8 @@ func (r *Runtime) DeleteContainer(ctx context.Context, id string) error {
 
 // CheckDiff implements resume.Materializer: it reads the rootfs diff blob
 // from the content store once and checks it with snapshot.VerifyDiff, the
-// layer verifier the fakes call too. A mismatch wraps snapshot.ErrDiffCorrupt (exit 7); an absent
-// blob errdefs.ErrNotFound.
+// layer verifier the fakes call too. A mismatch wraps
+// snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
 func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Diff) error {
 	ra, err := r.client.ContentStore().ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
 	if err != nil {
@@ -273,7 +273,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 	chainID, err := rootfs.ApplyLayers(lctx, layers, sn, r.client.DiffService())
 	if err != nil {
 		err = native(err)
-		if strings.Contains(err.Error(), "wrong diff id") {
+		if isWrongDiffID(err) {
 			return fmt.Errorf("apply base %s + rootfsDiff %s (diffID %s): %v: %w", spec.Base.ManifestDigest, spec.Diff.Digest, spec.Diff.DiffID, err, snapshot.ErrDiffCorrupt)
 		}
 		return fmt.Errorf("apply base %s + rootfsDiff %s: %w", spec.Base.ManifestDigest, spec.Diff.Digest, err)
@@ -311,6 +311,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 		return fmt.Errorf("create container %s: %w", spec.ID, native(err))
 	}
 	return nil
+}
+
+// wrongDiffIDText is how containerd's rootfs.ApplyLayers says that a
+// layer's extraction computed another diffID than the one it was given
+// (pkg/rootfs/apply.go: "wrong diff id calculated on extraction %q"). It
+// offers no sentinel or errdefs class for it, only this text.
+const wrongDiffIDText = "wrong diff id calculated on extraction"
+
+// isWrongDiffID reports whether err is rootfs.ApplyLayers refusing a layer
+// whose extraction computed another diffID. It is the one place that reads
+// containerd's text (wrongDiffIDText); TestWrongDiffIDText pins it against
+// the containerd version in go.mod.
+func isWrongDiffID(err error) bool {
+	return err != nil && strings.Contains(err.Error(), wrongDiffIDText)
 }
 
 // StartTask creates the container's task with no standard streams

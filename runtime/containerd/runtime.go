@@ -1,7 +1,12 @@
-// Package containerd is the only package of sandbox-resume that talks to
-// containerd (DESIGN "Layout"): connecting, host identity and facts, and
-// image resolution through the content store. *Runtime implements
-// resume.Facts.
+// Package containerd is the adapter of sandbox-resume to containerd
+// (docs/design.md "Layout"), and the only package that talks to a daemon:
+// connecting, host identity, image resolution through the content store,
+// diff and apply, leases, labels and content. *Runtime implements the
+// seams the deciding packages declare — resume.Facts and
+// resume.Materializer, snapshot.Capturer, migrate.Store — and Registry
+// implements migrate.Registry over containerd's resolver. It holds no
+// policy: what to check, refuse, send or accept is decided by the
+// packages that declare the seams, and it writes no user files.
 //
 // Errors carry a github.com/containerd/errdefs class (test them with
 // errdefs.IsNotFound and friends) and name the socket, reference or digest
@@ -97,7 +102,7 @@ func Connect(ctx context.Context, address, namespace string, opts ...Option) (*R
 	fi, err := os.Stat(sock)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("containerd socket %s does not exist (is the daemon running? see --address): %w", sock, errdefs.ErrUnavailable)
+		return nil, fmt.Errorf("containerd socket %s does not exist (is the daemon running?): %w", sock, errdefs.ErrUnavailable)
 	case err != nil:
 		return nil, fmt.Errorf("containerd socket %s: %w: %w", sock, errdefs.ErrUnavailable, err)
 	case fi.Mode()&os.ModeSocket == 0:

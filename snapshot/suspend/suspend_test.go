@@ -16,8 +16,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 const busybox = "docker.io/library/busybox:1"

@@ -28,6 +28,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -39,7 +40,7 @@ import (
 // random moments, the daemon SIGKILLed between suspend and resume, the disk
 // filling up during suspend, and a ref of a newer schema version.
 
-// importSteps are the fault points of runtime/containerd Import and
+// importSteps are the fault points of migrate.Import and
 // ImportFile, in order (import.go documents what each leaves).
 var importSteps = []string{"import-scan", "import-templease", "import-ingest", "import-hold", "import-release", "import-write"}
 
@@ -356,7 +357,7 @@ func TestImportFaultTrials(t *testing.T) {
 	s := suspendBig(t, d, pinned, 4<<20)
 	dir := t.TempDir()
 	r := &impRig{d: d, s: s, archive: filepath.Join(dir, "run.tar"), lease: snapshot.RunLease(s.ref.Run)}
-	var exp containerd.ExportResult
+	var exp migrate.ExportResult
 	mustCLI(t, d, "", &exp, "export", "--ref", s.refPath, "--out", r.archive, "--with-base")
 	var err error
 	if r.refFile, err = os.ReadFile(s.refPath); err != nil {
@@ -370,7 +371,7 @@ func TestImportFaultTrials(t *testing.T) {
 		ns := d.NewNamespace()
 		out := filepath.Join(dir, fmt.Sprintf("full%d.ref.json", i))
 		start := time.Now()
-		var imp containerd.ImportResult
+		var imp migrate.ImportResult
 		mustCLI(t, d, ns, &imp, "import", r.archive, "--trust", s.pub, "--out", out)
 		full = min(full, time.Since(start))
 		held, _, ok := leaseContent(t, d, ns, r.lease)
@@ -454,7 +455,7 @@ func TestImportFaultTrials(t *testing.T) {
 		}
 
 		// A rerun succeeds and writes the ref file.
-		var imp containerd.ImportResult
+		var imp migrate.ImportResult
 		mustCLI(t, d, ns, &imp, "import", r.archive, "--trust", s.pub, "--out", out)
 		if b, _ := os.ReadFile(out); !bytes.Equal(b, r.refFile) {
 			t.Errorf("trial %d: the rerun's --out is not the ref file", n)
@@ -792,7 +793,7 @@ func TestNewerRefSchemaRefused(t *testing.T) {
 	s := suspendReal(t, d, pinned, nil)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.tar")
-	var exp containerd.ExportResult
+	var exp migrate.ExportResult
 	mustCLI(t, d, "", &exp, "export", "--ref", s.refPath, "--out", good, "--with-base")
 	file1, err := os.ReadFile(s.refPath)
 	if err != nil {

@@ -21,8 +21,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -142,13 +142,13 @@ func TestMoveArchiveTwoHosts(t *testing.T) {
 	dir := t.TempDir()
 
 	run := filepath.Join(dir, "run.tar")
-	var exp containerd.ExportResult
+	var exp migrate.ExportResult
 	mustCLI(t, a, "", &exp, "export", "--ref", s.refPath, "--out", run)
-	if exp.Run != s.ref.Run || exp.Artifact.ArtifactType != snapshot.ArtifactType || len(exp.Base) != 0 {
+	if exp.Run != s.ref.Run || exp.Artifact.ArtifactType != migrate.ArtifactType || len(exp.Base) != 0 {
 		t.Errorf("export result %+v", exp)
 	}
 	withBase := filepath.Join(dir, "run-base.tar")
-	var expB containerd.ExportResult
+	var expB migrate.ExportResult
 	mustCLI(t, a, "", &expB, "export", "--ref", s.refPath, "--out", withBase, "--with-base")
 	if len(expB.Base) != 1 || expB.Base[0] != bb.Index.String() {
 		t.Errorf("--with-base shipped %v, want the complete index %s", expB.Base, bb.Index)
@@ -162,7 +162,7 @@ func TestMoveArchiveTwoHosts(t *testing.T) {
 
 	// Import on b without the base: the run is there, the base is not: 5.
 	got := filepath.Join(dir, "b.ref.json")
-	var imp containerd.ImportResult
+	var imp migrate.ImportResult
 	mustCLI(t, b, "", &imp, "import", run, "--trust", s.pub, "--out", got)
 	if imp.Run != s.ref.Run || imp.Artifact.Digest != exp.Artifact.Digest || imp.Lease != snapshot.RunLease(s.ref.Run) {
 		t.Errorf("import result %+v", imp)
@@ -248,7 +248,7 @@ func TestMovePushPull(t *testing.T) {
 	s := suspendReal(t, a, pinned, nil)
 	target := reg.Host + "/runs/demo:" + s.ref.Run
 
-	var pr containerd.PushResult
+	var pr migrate.PushResult
 	mustCLI(t, a, "", &pr, "push", "--plain-http", "--ref", s.refPath, target)
 	if len(pr.Base) != 2 || pr.Base[0] != bb.Manifest.String() || pr.Base[1] != bb.Index.String() {
 		t.Errorf("pushed base %v, want manifest %s then index %s", pr.Base, bb.Manifest, bb.Index)
@@ -259,7 +259,7 @@ func TestMovePushPull(t *testing.T) {
 
 	// Pull on c: the base is missing, so it comes by digest.
 	refOut := filepath.Join(t.TempDir(), "c.ref.json")
-	var pl containerd.PullResult
+	var pl migrate.PullResult
 	mustCLI(t, c, "", &pl, "pull", "--plain-http", "--trust", s.pub, target, "--out", refOut)
 	if want := reg.Host + "/runs/demo@" + bb.Manifest.String(); pl.BaseFrom != want {
 		t.Errorf("base pulled from %q, want %q", pl.BaseFrom, want)
@@ -271,7 +271,7 @@ func TestMovePushPull(t *testing.T) {
 	wantRefused(t, code, v, 0, "", "")
 
 	// A second pull finds the base and fetches nothing for it.
-	pl = containerd.PullResult{}
+	pl = migrate.PullResult{}
 	mustCLI(t, c, "", &pl, "pull", "--plain-http", "--trust", s.pub, target, "--out", refOut)
 	if pl.BaseFrom != "" {
 		t.Errorf("second pull fetched the base again from %s", pl.BaseFrom)
@@ -283,11 +283,11 @@ func TestMovePushPull(t *testing.T) {
 		ra := a.Connect(t, "")
 		file, _ := os.ReadFile(s.refPath)
 		for _, repo := range []string{"runs/one", "runs/two"} {
-			ref, err := containerd.ParseRemoteRef(reg.Host+"/"+repo+":"+s.ref.Run, false)
+			ref, err := migrate.ParseRemoteRef(reg.Host+"/"+repo+":"+s.ref.Run, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ra.Push(ctx(t), file, ref, true); err != nil {
+			if _, err := migrate.Push(ctx(t), ra, ra.Registry(true), file, ref); err != nil {
 				t.Fatal(err)
 			}
 			if got := tags(t, reg, repo); len(got) != 1 {
@@ -305,7 +305,7 @@ func TestMovePushPull(t *testing.T) {
 		mustCLI(t, c, ns, nil, "import", tarPath, "--trust", s.pub, "--out", out)
 		code, v := check(t, c, ns, withRef(s, out), pinned)
 		wantRefused(t, code, v, 5, resume.ClassImageUnresolved, resume.CheckImage)
-		pl = containerd.PullResult{}
+		pl = migrate.PullResult{}
 		mustCLI(t, c, ns, &pl, "pull", "--plain-http", "--trust", s.pub, target, "--out", out)
 		if pl.BaseFrom == "" {
 			t.Errorf("pull did not fetch the missing base")
@@ -346,7 +346,7 @@ func TestMoveInterop(t *testing.T) {
 	s := suspendReal(t, a, pinnedConfig(bb), nil)
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run.tar")
-	var exp containerd.ExportResult
+	var exp migrate.ExportResult
 	mustCLI(t, a, "", &exp, "export", "--ref", s.refPath, "--out", run)
 
 	if _, err := exec.LookPath("skopeo"); err != nil {
@@ -363,9 +363,9 @@ func TestMoveInterop(t *testing.T) {
 		t.Errorf("skopeo inspect --raw returned bytes with another digest than %s:\n%s", exp.Artifact.Digest, out)
 	}
 	var m ocispec.Manifest
-	if err := json.Unmarshal(out, &m); err != nil || m.ArtifactType != snapshot.ArtifactType || m.Config.MediaType != snapshot.MediaTypeRef ||
+	if err := json.Unmarshal(out, &m); err != nil || m.ArtifactType != migrate.ArtifactType || m.Config.MediaType != snapshot.MediaTypeRef ||
 		len(m.Layers) != 1 || m.Layers[0].Digest != s.ref.RootfsDiff.Digest || m.Subject == nil || m.Subject.Digest != bb.Manifest ||
-		m.Annotations[snapshot.AnnotationRun] != s.ref.Run || m.Annotations[ocispec.AnnotationCreated] != s.ref.Created {
+		m.Annotations[migrate.AnnotationRun] != s.ref.Run || m.Annotations[ocispec.AnnotationCreated] != s.ref.Created {
 		t.Errorf("artifact manifest (%v): %s", err, out)
 	}
 
@@ -386,7 +386,7 @@ func TestMoveInterop(t *testing.T) {
 		t.Fatalf("ctr images import --no-unpack: %v\n%s", err, out)
 	}
 	out, err = exec.Command(ctr, "-a", a.Address, "-n", ns, "images", "ls").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), containerd.ArtifactImageName(s.ref.Run)) || !strings.Contains(string(out), exp.Artifact.Digest.String()) {
+	if err != nil || !strings.Contains(string(out), migrate.ArtifactImageName(s.ref.Run)) || !strings.Contains(string(out), exp.Artifact.Digest.String()) {
 		t.Errorf("ctr images ls after import (%v):\n%s", err, out)
 	}
 }
@@ -506,7 +506,7 @@ func TestMoveHostileArchives(t *testing.T) {
 	s := suspendReal(t, a, pinnedConfig(bb), nil)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.tar")
-	var exp containerd.ExportResult
+	var exp migrate.ExportResult
 	mustCLI(t, a, "", &exp, "export", "--ref", s.refPath, "--out", good, "--with-base")
 	layer := s.ref.RootfsDiff.Digest
 

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
 
@@ -51,7 +51,7 @@ func (p *progressLog) String() string {
 	return b.String()
 }
 
-// TestMoveProgress: with containerd.WithProgress, Export reports exactly the
+// TestMoveProgress: with migrate.WithProgress, Export reports exactly the
 // archive's bytes, Import reads the archive twice (scan, import), Push and
 // Pull report the bytes they move; the CLI's export, import, push and pull
 // with stderr not a terminal (a pipe) write nothing to stderr, and export
@@ -77,7 +77,7 @@ func TestMoveProgress(t *testing.T) {
 		ra, rb := a.Connect(t, ""), b.Connect(t, b.NewNamespace())
 		run := filepath.Join(dir, "lib.tar")
 		var exp progressLog
-		res, err := ra.ExportFile(ctx(t), refFile, run, true, containerd.WithProgress(&exp))
+		res, err := migrate.ExportFile(ctx(t), ra, refFile, run, true, migrate.WithProgress(&exp))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestMoveProgress(t *testing.T) {
 			t.Errorf("export progress %s; archive %d bytes", &exp, res.Size)
 		}
 		var imp progressLog
-		if _, err := rb.ImportFile(ctx(t), run, trust, "", containerd.WithProgress(&imp)); err != nil {
+		if _, err := migrate.ImportFile(ctx(t), rb, run, trust, "", migrate.WithProgress(&imp)); err != nil {
 			t.Fatal(err)
 		}
 		if len(imp.phases) != 3 || imp.phases[0] != "scan" || imp.phases[1] != "import" || imp.phases[2] != "verify diff" ||
@@ -93,12 +93,12 @@ func TestMoveProgress(t *testing.T) {
 			t.Errorf("import progress %s; archive %d bytes", &imp, res.Size)
 		}
 
-		target, err := containerd.ParseRemoteRef(reg.Host+"/runs/progress:"+s.ref.Run, false)
+		target, err := migrate.ParseRemoteRef(reg.Host+"/runs/progress:"+s.ref.Run, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var push progressLog
-		if _, err := ra.Push(ctx(t), refFile, target, true, containerd.WithProgress(&push)); err != nil {
+		if _, err := migrate.Push(ctx(t), ra, ra.Registry(true), refFile, target, migrate.WithProgress(&push)); err != nil {
 			t.Fatal(err)
 		}
 		if len(push.phases) != 2 || push.phases[0] != "push base" || push.phases[1] != "push" ||
@@ -107,7 +107,7 @@ func TestMoveProgress(t *testing.T) {
 		}
 		var pull progressLog
 		rc := c.Connect(t, "") // nothing there: the layer and the base are fetched
-		if _, err := rc.Pull(ctx(t), target, trust, true, containerd.WithProgress(&pull)); err != nil {
+		if _, err := migrate.Pull(ctx(t), rc, rc.Registry(true), target, trust, migrate.WithProgress(&pull)); err != nil {
 			t.Fatal(err)
 		}
 		if len(pull.phases) != 3 || pull.phases[0] != "pull" || pull.bytes[0] != s.ref.RootfsDiff.Size ||

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sandbox-resume/sandbox-resume/test/integration/harness/testimage"
+	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 )
 
 func TestShimProtocolErrors(t *testing.T) {

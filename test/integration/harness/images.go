@@ -23,7 +23,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/test/integration/harness/testimage"
+	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 )
 
 // nsContext returns a context in namespace ns (the daemon's Namespace when

@@ -1,13 +1,9 @@
-package snapshot
+package migrate
 
 import (
-	"archive/tar"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"slices"
 
 	"github.com/opencontainers/go-digest"
@@ -15,24 +11,21 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file is the pure half of DESIGN "Moving runs": the migration
-// artifact's shape and the checks an archive or a fetched artifact must pass
-// before anything of it is used. runtime/containerd writes, imports, pushes
-// and pulls; it calls these.
-
 // ArtifactType is the artifactType of the migration artifact's OCI image
-// manifest (DESIGN "Moving runs"; OCI image-spec v1.1 "Guidelines for
-// Artifact Usage", the "JSON config + blobs" case). Its config has media type
-// MediaTypeRef and holds the SnapshotRef file's exact bytes.
+// manifest (docs/design.md "Moving runs"; OCI image-spec v1.1 "Guidelines
+// for Artifact Usage", the "JSON config + blobs" case). Its config has
+// media type snapshot.MediaTypeRef and holds the SnapshotRef file's exact
+// bytes.
 const ArtifactType = "application/vnd.sandbox-resume.snapshot.v1"
 
-// Annotations of the artifact manifest (DESIGN "Moving runs"), beside
-// ocispec.AnnotationCreated (the ref's "created").
+// Annotations of the artifact manifest (docs/design.md "Moving runs"),
+// beside ocispec.AnnotationCreated (the ref's "created").
 const (
-	AnnotationManifest = LabelManifest // io.sandbox-resume.manifest: Ref.Manifest
-	AnnotationRun      = LabelRun      // io.sandbox-resume.run: Ref.Run
+	AnnotationManifest = snapshot.LabelManifest // io.sandbox-resume.manifest: Ref.Manifest
+	AnnotationRun      = snapshot.LabelRun      // io.sandbox-resume.run: Ref.Run
 )
 
 // Limits of the import pre-scan, in bytes.
@@ -49,12 +42,14 @@ const (
 // blob whose bytes do not have the digest or size it is named or described
 // with, an index naming absent blobs, an artifact of the wrong shape, a
 // layer that does not decompress to the recorded diffID within
-// uncompressedSize. Exit 2, class "bad-input" (DESIGN "Moving runs").
+// uncompressedSize (then snapshot.ErrDiffCorrupt is wrapped too). Class
+// "bad-input" (internal/exitcode), which wins over the classes of the
+// errors it wraps.
 var ErrArtifactRefused = errors.New("migration artifact refused")
 
 // ErrSnapshotMissing is wrapped when the rootfs diff a ref records is absent
-// from the content store or has another size, so the run cannot be exported
-// or pushed. Exit 7, class "snapshot-missing".
+// from the content store or has another size, so the run cannot be
+// exported or pushed. Class "snapshot-missing" (internal/exitcode).
 var ErrSnapshotMissing = errors.New("snapshot content missing")
 
 func refused(format string, args ...any) error {
@@ -62,15 +57,15 @@ func refused(format string, args ...any) error {
 }
 
 // ArtifactManifest builds the migration artifact's OCI image manifest for a
-// verified ref (DESIGN "Moving runs"): artifactType ArtifactType; config
-// {MediaTypeRef, sha256 of refFile, len(refFile)}; one layer, the rootfs
+// verified ref (docs/design.md "Moving runs"): artifactType ArtifactType;
+// config {snapshot.MediaTypeRef, sha256 of refFile, len(refFile)}; one layer, the rootfs
 // diff (r.RootfsDiff's media type, digest and size); subject = base, the
 // descriptor of the base image's platform manifest (its digest must be
 // r.Base.ManifestDigest); annotations AnnotationManifest, AnnotationRun and
 // ocispec.AnnotationCreated (r.Created, so the same ref always gives the
 // same manifest bytes). It returns the manifest's JSON bytes and their
 // descriptor (media type ocispec.MediaTypeImageManifest, artifactType set).
-func ArtifactManifest(refFile []byte, r *Ref, base ocispec.Descriptor) ([]byte, ocispec.Descriptor, error) {
+func ArtifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor) ([]byte, ocispec.Descriptor, error) {
 	if base.Digest != r.Base.ManifestDigest {
 		return nil, ocispec.Descriptor{}, fmt.Errorf("artifact subject %s is not the ref's base manifest %s", base.Digest, r.Base.ManifestDigest)
 	}
@@ -79,7 +74,7 @@ func ArtifactManifest(refFile []byte, r *Ref, base ocispec.Descriptor) ([]byte, 
 		MediaType:    ocispec.MediaTypeImageManifest,
 		ArtifactType: ArtifactType,
 		Config: ocispec.Descriptor{
-			MediaType: MediaTypeRef,
+			MediaType: snapshot.MediaTypeRef,
 			Digest:    digest.FromBytes(refFile),
 			Size:      int64(len(refFile)),
 		},
@@ -107,134 +102,12 @@ func ArtifactManifest(refFile []byte, r *Ref, base ocispec.Descriptor) ([]byte, 
 	}, nil
 }
 
-// Archive is what ScanArchive found in an OCI layout archive: every blob
-// (digest → size in bytes, each checked against its name), the bytes of
-// index.json and of every blob of at most MaxArtifactMetadata bytes (while
-// their total stays within 64 MiB), and the digest of index.json.
-type Archive struct {
-	Blobs       map[digest.Digest]int64
-	Index       []byte
-	IndexDigest digest.Digest
-	small       map[digest.Digest][]byte
-}
-
-// Blob returns the bytes of a kept blob (see Archive) and whether it was
-// kept.
-func (a *Archive) Blob(d digest.Digest) ([]byte, bool) {
-	b, ok := a.small[d]
-	return b, ok
-}
-
-var blobNameRE = regexp.MustCompile(`^blobs/sha256/([0-9a-f]{64})$`)
-
-// ScanArchive is the import pre-scan of DESIGN "Moving runs", run over the
-// whole tar stream before anything of it is stored or trusted. Allowed are
-// regular files named exactly "oci-layout", "index.json" or
-// "blobs/sha256/<64 lowercase hex>", and the directory entries "blobs/" and
-// "blobs/sha256/" that containerd's exporter writes. Refused, with an error
-// wrapping ErrArtifactRefused that names the entry: any other name (a path
-// traversal, an absolute or "./" name, another algorithm), any other type
-// (symbolic and hard links, devices, FIFOs, global PAX headers), a name seen
-// twice, a blob whose sha256 is not its name, an oci-layout that is not
-// {"imageLayoutVersion": "1.0.0"}, index.json or oci-layout missing or over
-// MaxArtifactMetadata bytes, and a tar that does not parse.
-func ScanArchive(r io.Reader) (*Archive, error) {
-	tr := tar.NewReader(r)
-	a := &Archive{Blobs: map[digest.Digest]int64{}, small: map[digest.Digest][]byte{}}
-	seen := map[string]bool{}
-	var layout []byte
-	kept := 0
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, refused("archive: not a readable tar after %d entries: %v", len(seen), err)
-		}
-		name := hdr.Name
-		if seen[name] {
-			return nil, refused("archive entry %q appears twice", name)
-		}
-		seen[name] = true
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if name != "blobs/" && name != "blobs/sha256/" {
-				return nil, refused("archive entry %q: a directory other than blobs/ and blobs/sha256/", name)
-			}
-			continue
-		case tar.TypeReg:
-		case tar.TypeSymlink, tar.TypeLink:
-			return nil, refused("archive entry %q: a link (to %q); an OCI layout archive holds regular files only", name, hdr.Linkname)
-		default:
-			return nil, refused("archive entry %q: type %q; an OCI layout archive holds regular files only", name, string(hdr.Typeflag))
-		}
-		if hdr.Size < 0 {
-			return nil, refused("archive entry %q: negative size %d", name, hdr.Size)
-		}
-		switch name {
-		case ocispec.ImageLayoutFile, ocispec.ImageIndexFile:
-			if hdr.Size > MaxArtifactMetadata {
-				return nil, refused("archive entry %q: %d bytes, more than %d", name, hdr.Size, MaxArtifactMetadata)
-			}
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				return nil, refused("archive entry %q: %v", name, err)
-			}
-			if name == ocispec.ImageLayoutFile {
-				layout = b
-			} else {
-				a.Index, a.IndexDigest = b, digest.FromBytes(b)
-			}
-			continue
-		}
-		m := blobNameRE.FindStringSubmatch(name)
-		if m == nil {
-			return nil, refused("archive entry %q: only oci-layout, index.json and blobs/sha256/<64 lowercase hex> are allowed", name)
-		}
-		want := digest.NewDigestFromEncoded(digest.SHA256, m[1])
-		h := digest.SHA256.Digester()
-		var buf *bytes.Buffer
-		w := io.Writer(h.Hash())
-		if hdr.Size <= MaxArtifactMetadata && kept+int(hdr.Size) <= maxKept {
-			buf = bytes.NewBuffer(make([]byte, 0, hdr.Size))
-			w = io.MultiWriter(w, buf)
-		}
-		n, err := io.Copy(w, tr)
-		if err != nil {
-			return nil, refused("archive entry %q: %v", name, err)
-		}
-		if n != hdr.Size {
-			return nil, refused("archive entry %q: %d bytes read, header says %d", name, n, hdr.Size)
-		}
-		if got := h.Digest(); got != want {
-			return nil, refused("archive entry %q: content has digest %s, not the %s its name says", name, got, want)
-		}
-		a.Blobs[want] = n
-		if buf != nil {
-			a.small[want] = buf.Bytes()
-			kept += buf.Len()
-		}
-	}
-	if layout == nil {
-		return nil, refused("archive: no %s entry (not an OCI image layout)", ocispec.ImageLayoutFile)
-	}
-	var l ocispec.ImageLayout
-	if err := json.Unmarshal(layout, &l); err != nil || l.Version != ocispec.ImageLayoutVersion {
-		return nil, refused("archive entry %s: not {\"imageLayoutVersion\": %q}", ocispec.ImageLayoutFile, ocispec.ImageLayoutVersion)
-	}
-	if a.Index == nil {
-		return nil, refused("archive: no %s entry", ocispec.ImageIndexFile)
-	}
-	return a, nil
-}
-
 // Artifact is a migration artifact whose ref verified: the ref and its
 // file's exact bytes, the artifact manifest's descriptor and bytes, the
 // rootfs diff layer's descriptor, and Base, every blob of the base image
 // that came with it (an archive made with --with-base), in walk order.
 type Artifact struct {
-	Ref       *Ref
+	Ref       *snapshot.Ref
 	RefFile   []byte
 	Manifest  ocispec.Descriptor
 	Body      []byte
@@ -286,14 +159,14 @@ func small(src BlobSource, desc ocispec.Descriptor, what string) ([]byte, error)
 // (body, described by desc) and opens its ref, in this order: the
 // manifest's media type is ocispec.MediaTypeImageManifest with schema
 // version 2 and artifactType ArtifactType; its config has media type
-// MediaTypeRef and is present in src with its size; there is exactly one
+// snapshot.MediaTypeRef and is present in src with its size; there is exactly one
 // layer, present with its size; there is a subject. Then the config bytes
-// go through OpenRef(trust) — no field of the ref is used before its
+// go through snapshot.OpenRef(trust) — no field of the ref is used before its
 // signature verifies — and the manifest must agree with the verified ref:
 // the layer is ref.rootfsDiff (media type, digest, size), the subject is
 // ref.base.manifestDigest, and the run and manifest annotations are the
-// ref's. Shape and agreement failures wrap ErrArtifactRefused (exit 2); the
-// ref's own failures are OpenRef's (2 or 6).
+// ref's. Shape and agreement failures wrap ErrArtifactRefused; the ref's
+// own failures are snapshot.OpenRef's (*snapshot.OpenError).
 func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte, trust *envelope.KeyRing) (*Artifact, error) {
 	what := "artifact manifest " + desc.Digest.String()
 	if got := digest.FromBytes(body); got != desc.Digest || int64(len(body)) != desc.Size {
@@ -309,8 +182,8 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 	if m.ArtifactType != ArtifactType {
 		return nil, refused("%s: artifactType %q, want %q", what, m.ArtifactType, ArtifactType)
 	}
-	if m.Config.MediaType != MediaTypeRef {
-		return nil, refused("%s: config media type %q, want %q", what, m.Config.MediaType, MediaTypeRef)
+	if m.Config.MediaType != snapshot.MediaTypeRef {
+		return nil, refused("%s: config media type %q, want %q", what, m.Config.MediaType, snapshot.MediaTypeRef)
 	}
 	refFile, err := small(src, m.Config, what+" config")
 	if err != nil {
@@ -327,7 +200,7 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 		return nil, refused("%s: no subject (the base image's platform manifest)", what)
 	}
 
-	ref, err := OpenRef(refFile, trust)
+	ref, err := snapshot.OpenRef(refFile, trust)
 	if err != nil {
 		return nil, fmt.Errorf("%s config %s: %w", what, m.Config.Digest, err)
 	}
@@ -348,14 +221,14 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 }
 
 // CheckArchive checks a scanned archive's index.json and artifact, then
-// opens the ref (DESIGN "Moving runs", import): index.json is an OCI image
+// opens the ref (docs/design.md "Moving runs", import): index.json is an OCI image
 // index whose every manifest descriptor names a blob of the archive with its
 // size; exactly one of them is a migration artifact
 // (CheckArtifactManifest, which verifies the ref against trust); any other
 // is the ref's base manifest or base index, walked through the archive
 // (every child, config and layer present with its size). A descriptor that
 // is none of these, or is not a manifest or index, is refused. Errors wrap
-// ErrArtifactRefused (exit 2) unless they are the ref's own (OpenRef).
+// ErrArtifactRefused unless they are the ref's own (snapshot.OpenRef).
 func CheckArchive(a *Archive, trust *envelope.KeyRing) (*Artifact, error) {
 	var idx ocispec.Index
 	if err := json.Unmarshal(a.Index, &idx); err != nil {

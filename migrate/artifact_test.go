@@ -1,4 +1,4 @@
-package snapshot
+package migrate
 
 import (
 	"archive/tar"
@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,13 +17,14 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // signedFixture returns the pinned golden ref with its rootfsDiff pointed at
 // layer, signed with a fresh key, and a key ring trusting that key.
-func signedFixture(t *testing.T, layer []byte) (*Ref, []byte, *envelope.KeyRing) {
+func signedFixture(t *testing.T, layer []byte) (*snapshot.Ref, []byte, *envelope.KeyRing) {
 	t.Helper()
-	r, err := OpenRef(readTestdata(t, "pinned.ref.json"), testKey(t))
+	r, err := snapshot.OpenRef(readTestdata(t, "pinned.ref.json"), testKey(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,14 +33,35 @@ func signedFixture(t *testing.T, layer []byte) (*Ref, []byte, *envelope.KeyRing)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := SignRef(r, priv)
+	file, err := snapshot.SignRef(r, priv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r, file, envelope.NewKeyRing(pub)
 }
 
-var baseDesc = func(r *Ref) ocispec.Descriptor {
+// testKey is the key ring of the SnapshotRef golden vectors
+// (snapshot/testdata/ref-test.pub).
+func testKey(t testing.TB) *envelope.KeyRing {
+	t.Helper()
+	pub, err := envelope.LoadPublicKey(filepath.Join("..", "snapshot", "testdata", "ref-test.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return envelope.NewKeyRing(pub)
+}
+
+// readTestdata reads a SnapshotRef golden vector of snapshot/testdata.
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var baseDesc = func(r *snapshot.Ref) ocispec.Descriptor {
 	return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: r.Base.ManifestDigest, Size: 1234}
 }
 

@@ -1,0 +1,30 @@
+// Package migrate moves suspended runs between hosts (docs/design.md
+// "Moving runs"): the migration artifact, and the policy of export,
+// import, push and pull.
+//
+// # The artifact
+//
+// A run travels as an OCI image manifest with artifactType ArtifactType:
+// its config is the signed SnapshotRef file (media type
+// snapshot.MediaTypeRef), its one layer the rootfs diff, its subject the
+// base image's platform manifest. ArtifactManifest builds it; the same ref
+// always gives the same manifest bytes.
+//
+// # Verification before use
+//
+// Nothing that arrives is used before it is verified: ScanArchive
+// pre-scans an OCI layout archive (names, types, links, duplicates, every
+// blob's sha256 against its name) before anything is stored;
+// CheckArchive and CheckArtifactManifest check the artifact's shape and
+// open its ref with snapshot.OpenRef (signature first) before any of its
+// fields is read; after storing, every blob's size and digest is checked
+// in the store and the diff is checked with snapshot.VerifyDiff. Refusals
+// wrap ErrArtifactRefused.
+//
+// # Orchestration over small seams
+//
+// Export, Import, Push and Pull run over Store (BlobReader, BlobWriter,
+// Leases, Archiver) and Registry, which runtime/containerd implements
+// against a daemon; so the same verification runs against any store,
+// including the in-memory one of this package's tests.
+package migrate

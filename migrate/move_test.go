@@ -1,0 +1,247 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// run is a suspended run in a memStore: its base image (manifest, config,
+// one layer), its zstd rootfs diff, and its ref file signed by key.
+type run struct {
+	store   *memStore
+	ref     *snapshot.Ref
+	file    []byte
+	trust   *envelope.KeyRing
+	diff    []byte
+	base    ocispec.Descriptor
+	baseRaw [][]byte
+}
+
+// newRun builds a run; edit may change the ref before it is signed.
+func newRun(t *testing.T, edit func(*snapshot.Ref)) *run {
+	t.Helper()
+	s := newMemStore()
+	layer := s.put([]byte("base layer bytes"))
+	cfgBytes, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
+		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{layer.Digest}}})
+	cfg := s.put(cfgBytes)
+	mb, _ := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		Config: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: cfg.Digest, Size: cfg.Size},
+		Layers: []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageLayer, Digest: layer.Digest, Size: layer.Size}}})
+	base := s.put(mb)
+	base.MediaType = ocispec.MediaTypeImageManifest
+
+	raw := bytes.Repeat([]byte("changed file "), 500)
+	var zb bytes.Buffer
+	zw, _ := zstd.NewWriter(&zb)
+	zw.Write(raw)
+	zw.Close()
+	diff := zb.Bytes()
+	s.put(diff)
+
+	r, err := snapshot.OpenRef(readTestdata(t, "pinned.ref.json"), testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Base.ManifestDigest, r.Base.ConfigDigest, r.Base.IndexDigest = base.Digest, cfg.Digest, ""
+	r.Base.DiffIDs = []digest.Digest{layer.Digest}
+	r.RootfsDiff = snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(diff), Size: int64(len(diff)),
+		DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
+	if edit != nil {
+		edit(r)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := snapshot.SignRef(r, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &run{store: s, ref: r, file: file, trust: envelope.NewKeyRing(pub), diff: diff, base: base}
+}
+
+// exported writes the run's archive from its store.
+func (r *run) exported(t *testing.T, withBase bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	res, err := Export(context.Background(), r.store, r.file, &buf, withBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Run != r.ref.Run || res.Size != int64(buf.Len()) || res.Artifact.ArtifactType != ArtifactType || (len(res.Base) == 1) != withBase {
+		t.Fatalf("Export = %+v (%d bytes written)", res, buf.Len())
+	}
+	return buf.Bytes()
+}
+
+// TestExportImport moves a run from one in-memory store to another
+// through an archive: the real export and import, the real verification.
+func TestExportImport(t *testing.T) {
+	for _, withBase := range []bool{false, true} {
+		r := newRun(t, nil)
+		archive := r.exported(t, withBase)
+		if !r.store.leases[snapshot.RunLease(r.ref.Run)][r.ref.RootfsDiff.Digest] {
+			t.Fatal("export: the run lease does not hold the diff")
+		}
+		dst := newMemStore()
+		res, err := Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
+		if err != nil {
+			t.Fatalf("withBase %t: %v", withBase, err)
+		}
+		if res.Run != r.ref.Run || !bytes.Equal(res.RefFile, r.file) || res.Lease != snapshot.RunLease(r.ref.Run) {
+			t.Fatalf("Import = %+v", res)
+		}
+		held := dst.leases[res.Lease]
+		if !held[r.ref.RootfsDiff.Digest] || !held[res.Artifact.Digest] || held[r.base.Digest] != withBase {
+			t.Errorf("withBase %t: run lease holds %v", withBase, held)
+		}
+		if len(dst.leases) != 1 {
+			t.Errorf("temporary lease left: %v", dst.leases)
+		}
+	}
+}
+
+// TestImportRefusesCorruptDiff: a diff whose bytes are what the signed
+// ref names but whose decompression is not its diffID passes every check
+// an archive can be given by name and size, and is refused by the layer
+// verifier: ErrArtifactRefused and snapshot.ErrDiffCorrupt, nothing held,
+// the temporary lease's blobs collected.
+func TestImportRefusesCorruptDiff(t *testing.T) {
+	r := newRun(t, func(ref *snapshot.Ref) { ref.RootfsDiff.DiffID = digest.FromString("another tar") })
+	archive := r.exported(t, false)
+	dst := newMemStore()
+	_, err := Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
+	if !errors.Is(err, ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) || !strings.Contains(err.Error(), "diffID") {
+		t.Fatalf("Import = %v, want ErrArtifactRefused and snapshot.ErrDiffCorrupt naming the diffID", err)
+	}
+	if len(dst.leases) != 0 || len(dst.blobs) != 0 {
+		t.Errorf("a refused import left leases %v and %d blobs", dst.leases, len(dst.blobs))
+	}
+	// And an untrusted ref is refused before anything is stored.
+	_, err = Import(context.Background(), dst, bytes.NewReader(archive), envelope.NewKeyRing())
+	if !errors.Is(err, envelope.ErrSignature) || len(dst.blobs) != 0 {
+		t.Fatalf("untrusted: %v, %d blobs stored", err, len(dst.blobs))
+	}
+}
+
+// TestExportRefusesMissingContent: a run whose diff or base manifest is
+// gone from the store cannot be exported.
+func TestExportRefusesMissingContent(t *testing.T) {
+	r := newRun(t, nil)
+	delete(r.store.blobs, r.ref.RootfsDiff.Digest)
+	if _, err := Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, ErrSnapshotMissing) {
+		t.Errorf("no diff: %v, want ErrSnapshotMissing", err)
+	}
+	r = newRun(t, nil)
+	delete(r.store.blobs, r.base.Digest)
+	if _, err := Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, snapshot.ErrImageUnresolved) {
+		t.Errorf("no base: %v, want snapshot.ErrImageUnresolved", err)
+	}
+}
+
+// TestPushPull pushes a run to an in-memory registry and pulls it into a
+// store without the base: the artifact and the base (by digest) arrive,
+// verified; a registry serving another diff is refused.
+func TestPushPull(t *testing.T) {
+	r := newRun(t, nil)
+	reg := &memRegistry{remote: newMemStore(), local: r.store, tags: map[string]ocispec.Descriptor{}}
+	target, err := ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pres, err := Push(context.Background(), r.store, reg, r.file, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pres.Base) != 1 || pres.Base[0] != r.base.Digest.String() || len(reg.pushes) != 2 || !strings.HasPrefix(reg.pushes[0], "reg.example/runs@") {
+		t.Fatalf("Push = %+v, pushes %v", pres, reg.pushes)
+	}
+	dst := newMemStore()
+	reg.local = dst
+	res, err := Pull(context.Background(), dst, reg, target, r.trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Run != r.ref.Run || res.BaseFrom != "reg.example/runs@"+r.base.Digest.String() || !bytes.Equal(res.RefFile, r.file) {
+		t.Fatalf("Pull = %+v", res)
+	}
+	held := dst.leases[res.Lease]
+	if !held[r.ref.RootfsDiff.Digest] || !held[r.base.Digest] {
+		t.Errorf("run lease holds %v", held)
+	}
+
+	// The registry now serves other bytes under the diff's digest: the
+	// transport's check stops them, nothing is held.
+	evil := newMemStore()
+	reg.local = evil
+	good := reg.remote.blobs[r.ref.RootfsDiff.Digest]
+	reg.remote.blobs[r.ref.RootfsDiff.Digest] = good[:len(good)-1]
+	if _, err := Pull(context.Background(), evil, reg, target, r.trust); err == nil || len(evil.leases) != 0 {
+		t.Fatalf("Pull of a changed diff: %v, leases %v", err, evil.leases)
+	}
+	reg.remote.blobs[r.ref.RootfsDiff.Digest] = good
+}
+
+// TestPullRefusesCorruptDiff: a signed ref whose diffID is not its diff's
+// is refused by the layer verifier after the fetch, as import refuses it.
+func TestPullRefusesCorruptDiff(t *testing.T) {
+	r := newRun(t, func(ref *snapshot.Ref) { ref.RootfsDiff.UncompressedSize++ })
+	reg := &memRegistry{remote: newMemStore(), local: r.store, tags: map[string]ocispec.Descriptor{}}
+	target, err := ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Push(context.Background(), r.store, reg, r.file, target); err != nil {
+		t.Fatal(err)
+	}
+	dst := newMemStore()
+	reg.local = dst
+	_, err = Pull(context.Background(), dst, reg, target, r.trust)
+	if !errors.Is(err, ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) {
+		t.Fatalf("Pull = %v, want ErrArtifactRefused and snapshot.ErrDiffCorrupt", err)
+	}
+	if len(dst.leases) != 0 || len(dst.blobs) != 0 {
+		t.Errorf("a refused pull left leases %v and %d blobs", dst.leases, len(dst.blobs))
+	}
+}
+
+// TestParseRemoteRef checks the loopback rule of plain HTTP and the tag
+// requirement.
+func TestParseRemoteRef(t *testing.T) {
+	for ref, loop := range map[string]bool{
+		"127.0.0.1:5000/runs:a": true, "localhost:5000/runs:a": true, "localhost/runs:a": true,
+		"[::1]:5000/runs:a": true, "127.1.2.3/r:a": true,
+		"reg.example/runs:a": false, "10.0.0.1:5000/runs:a": false, "runs:a": false, "localhost.example/r:a": false,
+	} {
+		r, err := ParseRemoteRef(ref, false)
+		if err != nil || r.Loopback != loop {
+			t.Errorf("ParseRemoteRef(%q) = %+v, %v; want loopback %t", ref, r, err, loop)
+		}
+	}
+	if _, err := ParseRemoteRef("reg.example/runs", false); err == nil {
+		t.Error("a reference without a tag was accepted")
+	}
+	d := "reg.example/runs@" + digest.FromString("x").String()
+	if _, err := ParseRemoteRef(d, false); err == nil {
+		t.Error("a digest reference was accepted for push")
+	}
+	if _, err := ParseRemoteRef(d, true); err != nil {
+		t.Errorf("a digest reference for pull: %v", err)
+	}
+}

@@ -1,0 +1,307 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// RemoteRef is a parsed registry reference for push and pull
+// (distribution/reference): REG/REPO:TAG, or REG/REPO@sha256:… for pull.
+type RemoteRef struct {
+	Named reference.Named
+	// Repo is the repository without tag or digest ("127.0.0.1:5000/runs").
+	Repo string
+	// Loopback reports whether the registry host is a loopback address or
+	// localhost: only those may be reached over plain HTTP.
+	Loopback bool
+}
+
+// ParseRemoteRef parses a registry reference with
+// reference.ParseNormalizedNamed ("runs:1" is docker.io/library/runs:1). It
+// must carry a tag, or, when allowDigest, a digest. Errors wrap
+// errdefs.ErrInvalidArgument and quote the reference.
+func ParseRemoteRef(s string, allowDigest bool) (*RemoteRef, error) {
+	named, err := reference.ParseNormalizedNamed(s)
+	if err != nil {
+		return nil, fmt.Errorf("registry reference %q: %w: %w", s, errdefs.ErrInvalidArgument, err)
+	}
+	_, tagged := named.(reference.Tagged)
+	_, digested := named.(reference.Digested)
+	if !tagged && !(allowDigest && digested) {
+		return nil, fmt.Errorf("registry reference %q needs a tag (REG/REPO:TAG): %w", s, errdefs.ErrInvalidArgument)
+	}
+	return &RemoteRef{Named: named, Repo: named.Name(), Loopback: isLoopback(reference.Domain(named))}, nil
+}
+
+// isLoopback reports whether a registry host[:port] is "localhost" or a
+// loopback IP address (127.0.0.0/8, ::1), with or without a port.
+func isLoopback(hostport string) bool {
+	host := hostport
+	if strings.HasPrefix(host, "[") || strings.Count(host, ":") == 1 {
+		h, _, err := net.SplitHostPort(host)
+		if err != nil {
+			return false
+		}
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// PushResult is what Push sent.
+type PushResult struct {
+	Target   string             `json:"target"` // REG/REPO:TAG
+	Run      string             `json:"run"`
+	Artifact ocispec.Descriptor `json:"artifact"`
+	// Base lists the base digests pushed by digest to the same
+	// repository: the platform manifest, then the index when complete.
+	Base []string `json:"base"`
+}
+
+// Push pushes the run recorded in refFile to a registry (docs/design.md
+// "Moving runs"): the artifact is stored first (as Export stores it);
+// then, through reg, the base image's platform manifest with its config
+// and layers by digest to the same repository (REPO@<manifestDigest>), its
+// index by digest too when the index and every child are complete in the
+// store, and the artifact manifest with its config and layer under
+// target's tag. target must be REG/REPO:TAG (ParseRemoteRef).
+//
+// Errors: the ref's (*snapshot.OpenError); ErrSnapshotMissing;
+// snapshot.ErrImageUnresolved when the base manifest, its config or a
+// layer is absent; the registry's, naming the reference.
+//
+// With WithProgress the blob bytes read for sending are reported in the
+// phases "push base" (total: the base blobs' sizes) and "push" (the
+// artifact's); blobs the registry already has are not read.
+func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *RemoteRef, opts ...Option) (*PushResult, error) {
+	o := collectOptions(opts)
+	tagged, ok := target.Named.(reference.Tagged)
+	if !ok {
+		return nil, fmt.Errorf("push to %s: the reference needs a tag (REG/REPO:TAG): %w", target.Named, errdefs.ErrInvalidArgument)
+	}
+	art, err := storeArtifact(ctx, s, refFile)
+	if err != nil {
+		return nil, err
+	}
+	res := &PushResult{Target: target.Named.String(), Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
+	base, err := completeBase(ctx, s, art.Ref, art.Base)
+	if err != nil {
+		return nil, err
+	}
+	descs := []ocispec.Descriptor{art.Base}
+	if base.Digest != art.Base.Digest {
+		descs = append(descs, base) // the index, after its platform manifest
+	}
+	o.progress.Phase("push base", treeSize(ctx, s, base))
+	for _, d := range descs {
+		if err := reg.Push(ctx, target.Repo+"@"+d.Digest.String(), d, o.progress); err != nil {
+			return nil, err
+		}
+		res.Base = append(res.Base, d.Digest.String())
+	}
+	ref := target.Repo + ":" + tagged.Tag() + "@" + art.Manifest.Digest.String()
+	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.RootfsDiff.Size)
+	if err := reg.Push(ctx, ref, art.Manifest, o.progress); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// PullResult is what Pull fetched.
+type PullResult struct {
+	Source   string             `json:"source"`
+	Run      string             `json:"run"`
+	Manifest string             `json:"manifest"` // the ref's manifest address
+	Pinned   bool               `json:"pinned"`
+	Artifact ocispec.Descriptor `json:"artifact"`
+	Lease    string             `json:"lease"`
+	// BaseFrom is REG/REPO@<base.manifestDigest> when the base was missing
+	// and pulled from there, else empty.
+	BaseFrom string `json:"baseFrom,omitempty"`
+	// Ref and RefFile are the verified ref and its file's exact bytes.
+	Ref     *snapshot.Ref `json:"-"`
+	RefFile []byte        `json:"-"`
+}
+
+// fetchSmall fetches a blob of at most MaxArtifactMetadata bytes and checks
+// its size and digest.
+func fetchSmall(ctx context.Context, reg Registry, ref string, desc ocispec.Descriptor, what string) ([]byte, error) {
+	if desc.Size < 0 || desc.Size > MaxArtifactMetadata {
+		return nil, fmt.Errorf("%s %s: %d bytes, more than %d: %w", what, desc.Digest, desc.Size, MaxArtifactMetadata, ErrArtifactRefused)
+	}
+	rc, err := reg.Fetch(ctx, ref, desc)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s %s: %w", what, desc.Digest, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, desc.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s %s: %w", what, desc.Digest, err)
+	}
+	if int64(len(b)) != desc.Size || digest.FromBytes(b) != desc.Digest {
+		return nil, fmt.Errorf("%s %s: the registry sent %d bytes with digest %s: %w", what, desc.Digest, len(b), digest.FromBytes(b), ErrArtifactRefused)
+	}
+	return b, nil
+}
+
+// remoteBlobs is a BlobSource over an artifact manifest's descriptors:
+// sizes as the manifest states them, and the config fetched.
+type remoteBlobs struct {
+	sizes map[digest.Digest]int64
+	small map[digest.Digest][]byte
+}
+
+func (b *remoteBlobs) Blob(d digest.Digest) ([]byte, bool) { v, ok := b.small[d]; return v, ok }
+func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]; return v, ok }
+
+// Pull fetches a migration artifact from a registry into the store
+// (docs/design.md "Moving runs"): it resolves source (REG/REPO:TAG or
+// REG/REPO@sha256:…), fetches the artifact manifest and its config into
+// memory (digest and size checked), checks the artifact's shape and
+// verifies its ref against trust with CheckArtifactManifest before using
+// any field of it, then stores the manifest, config and layer under a
+// temporary lease (the transport checks digest and size), checks the layer
+// with snapshot.VerifyDiff, and, when the base platform manifest or any of
+// its blobs is missing here, fetches it from REG/REPO@<base.manifestDigest>
+// — never by tag, never from the recorded image name. Everything is then
+// held by the run lease; no image record is created.
+//
+// Errors: refusals wrap ErrArtifactRefused; the ref's own are
+// *snapshot.OpenError; the registry's name the reference.
+//
+// With WithProgress the bytes fetched are reported in the phases "pull"
+// (total: the layer's size), "verify diff" (-1), and "pull base" (-1) when
+// the base is fetched.
+func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *envelope.KeyRing, opts ...Option) (*PullResult, error) {
+	o := collectOptions(opts)
+	src := source.Named.String()
+	desc, err := reg.Resolve(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", src, err)
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return nil, fmt.Errorf("%s is a %q, not an OCI image manifest: %w", src, desc.MediaType, ErrArtifactRefused)
+	}
+	body, err := fetchSmall(ctx, reg, src, desc, "artifact manifest")
+	if err != nil {
+		return nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("artifact manifest %s: %v: %w", desc.Digest, err, ErrArtifactRefused)
+	}
+	blobs := &remoteBlobs{sizes: map[digest.Digest]int64{}, small: map[digest.Digest][]byte{}}
+	for _, l := range m.Layers {
+		blobs.sizes[l.Digest] = l.Size
+	}
+	if m.Config.MediaType == snapshot.MediaTypeRef {
+		cfg, err := fetchSmall(ctx, reg, src, m.Config, "artifact config")
+		if err != nil {
+			return nil, err
+		}
+		blobs.sizes[m.Config.Digest], blobs.small[m.Config.Digest] = m.Config.Size, cfg
+	}
+	mdesc := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
+	art, err := CheckArtifactManifest(blobs, mdesc, body, trust)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+
+	tmp, done, err := s.TempLease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	cfgDesc, err := s.WriteBlob(ctx, tmp, "pull-"+digest.FromBytes(art.RefFile).Encoded(), snapshot.MediaTypeRef, art.RefFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.WriteBlob(ctx, tmp, "pull-"+mdesc.Digest.Encoded(), mdesc.MediaType, body); err != nil {
+		return nil, err
+	}
+	o.progress.Phase("pull", art.Layer.Size)
+	if err := reg.FetchToStore(ctx, src, tmp, art.Layer, false, o.progress); err != nil {
+		return nil, fmt.Errorf("fetch %s layer %s: %w", src, art.Layer.Digest, err)
+	}
+	o.progress.Phase("verify diff", -1)
+	if err := verifyDiff(ctx, s, art.Ref.RootfsDiff); err != nil {
+		return nil, err
+	}
+	held := []digest.Digest{mdesc.Digest, cfgDesc.Digest, art.Layer.Digest}
+
+	res := &PullResult{
+		Source: src, Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
+		Artifact: mdesc, Ref: art.Ref, RefFile: art.RefFile,
+	}
+	baseDigests, from, err := pullBase(ctx, s, reg, tmp, source, art.Ref, o.progress)
+	if err != nil {
+		return nil, err
+	}
+	res.BaseFrom = from
+	held = append(held, baseDigests...)
+	if res.Lease, err = holdRun(ctx, s, art.Ref, held...); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// pullBase makes the ref's base platform manifest, config and layers
+// present: when any is missing they are fetched from
+// REPO@<base.manifestDigest> into the lease. It returns the base digests
+// to hold and the reference it fetched from ("" when nothing was missing).
+func pullBase(ctx context.Context, s Store, reg Registry, lease string, source *RemoteRef, ref *snapshot.Ref, p Progress) ([]digest.Digest, string, error) {
+	md := ref.Base.ManifestDigest
+	missing, err := s.MissingContent(ctx, md)
+	if err != nil {
+		return nil, "", err
+	}
+	from := ""
+	if len(missing) > 0 {
+		from = source.Repo + "@" + md.String()
+		desc, err := reg.Resolve(ctx, from)
+		if err != nil {
+			return nil, "", fmt.Errorf("resolve base %s: %w", from, err)
+		}
+		if desc.Digest != md || !isManifestType(desc.MediaType) {
+			return nil, "", fmt.Errorf("base %s resolved to a %q %s: %w", from, desc.MediaType, desc.Digest, ErrArtifactRefused)
+		}
+		p.Phase("pull base", -1)
+		if err := reg.FetchToStore(ctx, from, lease, desc, true, p); err != nil {
+			return nil, "", fmt.Errorf("fetch base %s: %w", from, err)
+		}
+		if missing, err = s.MissingContent(ctx, md); err != nil {
+			return nil, "", err
+		}
+		if len(missing) > 0 {
+			return nil, "", fmt.Errorf("base %s: still missing %s after the fetch: %w", from, missing[0], snapshot.ErrImageUnresolved)
+		}
+	}
+	data, err := s.ReadBlob(ctx, md)
+	if err != nil {
+		return nil, "", fmt.Errorf("base manifest: %w", err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, "", fmt.Errorf("base manifest %s: %v: %w", md, err, ErrArtifactRefused)
+	}
+	out := []digest.Digest{md, m.Config.Digest}
+	for _, l := range m.Layers {
+		out = append(out, l.Digest)
+	}
+	return out, from, nil
+}

@@ -1,0 +1,118 @@
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images/archive"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
+
+// This file implements migrate.Store on *Runtime: the content store,
+// leases and archive code that export, import, push and pull run over.
+// What to send and what to accept is decided in migrate.
+
+var _ migrate.Store = (*Runtime)(nil)
+
+// TempLeaseExpiry is how long a temporary lease (TempLease: import and
+// pull) lives if the process dies before deleting it.
+const TempLeaseExpiry = time.Hour
+
+// ReadBlob implements migrate.BlobReader: the bytes of a small blob (at
+// most 4 MiB: an index, a manifest, a config), digest checked. Errors name
+// the digest: errdefs.ErrNotFound when absent, errdefs.ErrInvalidArgument
+// when too large or the digest is invalid, errdefs.ErrDataLoss when the
+// bytes do not match.
+func (r *Runtime) ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error) {
+	return readBlob(ctx, r.client.ContentStore(), ocispec.Descriptor{Digest: d})
+}
+
+// OpenBlob implements migrate.BlobReader: a reader of the blob in place.
+// An absent blob wraps errdefs.ErrNotFound.
+func (r *Runtime) OpenBlob(ctx context.Context, desc ocispec.Descriptor) (migrate.StoredBlob, error) {
+	ra, err := r.client.ContentStore().ReaderAt(ctx, desc)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", desc.Digest, native(err))
+	}
+	return ra, nil
+}
+
+// SetChildren implements migrate.BlobWriter with containerd's garbage
+// collection labels on parent: "containerd.io/gc.ref.content.config" for
+// the first child, "containerd.io/gc.ref.content.l.<i>" for the others.
+func (r *Runtime) SetChildren(ctx context.Context, parent digest.Digest, children ...digest.Digest) error {
+	labels := map[string]string{}
+	var fields []string
+	for i, c := range children {
+		key := "containerd.io/gc.ref.content.config"
+		if i > 0 {
+			key = fmt.Sprintf("containerd.io/gc.ref.content.l.%d", i-1)
+		}
+		labels[key] = c.String()
+		fields = append(fields, "labels."+key)
+	}
+	if _, err := r.client.ContentStore().Update(ctx, content.Info{Digest: parent, Labels: labels}, fields...); err != nil {
+		return fmt.Errorf("blob %s: label its children: %w", parent, native(err))
+	}
+	return nil
+}
+
+// TempLease implements migrate.Leases: a lease with a random id expiring
+// after TempLeaseExpiry, labelled io.sandbox-resume.temporary; release
+// deletes it synchronously (whatever only it held is collected when
+// release returns).
+func (r *Runtime) TempLease(ctx context.Context) (string, func(), error) {
+	ls := r.client.LeasesService()
+	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(TempLeaseExpiry),
+		leases.WithLabel(snapshot.LabelPrefix+"temporary", "move"))
+	if err != nil {
+		return "", nil, fmt.Errorf("create temporary lease: %w", native(err))
+	}
+	return l.ID, func() {
+		_ = ls.Delete(context.WithoutCancel(ctx), l, leases.SynchronousDelete)
+	}, nil
+}
+
+// AddToLease implements migrate.Leases: each blob becomes a content
+// resource of the lease (idempotent).
+func (r *Runtime) AddToLease(ctx context.Context, lease string, blobs ...digest.Digest) error {
+	return r.addContent(ctx, lease, blobs...)
+}
+
+// WriteArchive implements migrate.Archiver with containerd's archive
+// exporter (core/images/archive.Export over the content store, blobs read
+// ahead readBufferSize bytes at a time) and archive.WithSkipDockerManifest
+// (no Docker manifest.json that would present a ref as an image config).
+func (r *Runtime) WriteArchive(ctx context.Context, w io.Writer, entries ...migrate.ArchiveEntry) error {
+	eopts := []archive.ExportOpt{archive.WithSkipDockerManifest()}
+	for _, e := range entries {
+		if e.Name != "" {
+			eopts = append(eopts, archive.WithManifest(e.Desc, e.Name))
+		} else {
+			eopts = append(eopts, archive.WithManifest(e.Desc))
+		}
+	}
+	if err := archive.Export(ctx, readAheadProvider{r.client.ContentStore()}, w, eopts...); err != nil {
+		return native(err)
+	}
+	return nil
+}
+
+// ImportArchive implements migrate.Archiver with containerd's
+// archive.ImportIndex under the lease: it stores the blobs and creates no
+// image records.
+func (r *Runtime) ImportArchive(ctx context.Context, lease string, rd io.Reader) (digest.Digest, error) {
+	idx, err := archive.ImportIndex(leases.WithLease(ctx, lease), r.client.ContentStore(), rd)
+	if err != nil {
+		return "", native(err)
+	}
+	return idx.Digest, nil
+}
