@@ -18,7 +18,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Request is the input of the resume decision (DESIGN "Resume decision").
+// Request is the input of the resume decision (docs/design.md "Resume decision").
 //
 // RefFile holds the SnapshotRef file's bytes exactly as read; RefSource names
 // it in messages (a path). Config holds the offered devcontainer.json bytes;
@@ -96,7 +96,7 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // ingestion refusals; Drift compares the recorded and the offered core
 // whenever check 5 produced an offered core (see DiffCores).
 //
-// Check 8 runs in DESIGN's order: the host platform must match
+// Check 8 runs in docs/design.md's order: the host platform must match
 // base.platform (else image-unresolved); base.manifestDigest with its
 // config and every layer must be present (Facts.MissingContent empty, else
 // image-unresolved); then a digest in core.image must be base.indexDigest
@@ -205,7 +205,7 @@ type state struct {
 // lookups are the daemon facts checks 7–9 need. They depend only on the
 // verified ref and change nothing, so they start together as soon as check
 // 4 passes: the decision then waits for the slowest lookup rather than for
-// their sum. Each check still evaluates its facts in DESIGN order, and a
+// their sum. Each check still evaluates its facts in docs/design.md order, and a
 // check skipped after a failure ignores what was looked up (run cancels the
 // outstanding calls when it returns).
 type lookups struct {
@@ -254,7 +254,7 @@ func (s *state) startLookups(ctx context.Context) {
 	s.look = l
 }
 
-// steps are the ten checks in DESIGN order. Each returns a detail on pass,
+// steps are the ten checks in docs/design.md order. Each returns a detail on pass,
 // or an error: a *CheckError for a refusal, anything else is internal.
 var steps = []struct {
 	name string

@@ -10,7 +10,7 @@ import (
 )
 
 // Facts is what the resume decision needs to know about the host it runs on
-// (DESIGN "Layout": the seams). runtime/containerd implements it against a
+// (docs/design.md "Layout": the seams). runtime/containerd implements it against a
 // daemon and resume/fake in memory; one conformance suite runs against both.
 //
 // Errors wrap the github.com/containerd/errdefs classes (errdefs.ErrNotFound

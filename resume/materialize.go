@@ -111,7 +111,7 @@ type ResumeOptions struct {
 }
 
 // DefaultContainerID is the id of a resumed container when --container is
-// not given: "<run>-resumed" (DESIGN "Materialize").
+// not given: "<run>-resumed" (docs/design.md "Materialize").
 func DefaultContainerID(run string) string { return run + "-resumed" }
 
 // containerIDRE is containerd's identifier grammar (pkg/identifiers).
@@ -146,7 +146,7 @@ func ContainerEnv(core *envmanifest.Core) (env, notApplied []string) {
 }
 
 // NotApplied lists, as JSON Pointers into the recorded core, what a v1
-// resume does not apply to the container (DESIGN "Materialize"): every
+// resume does not apply to the container (docs/design.md "Materialize"): every
 // mount, remoteUser, and containerEnv values holding "${…}". Nil when
 // everything applies.
 func NotApplied(core *envmanifest.Core) []string {

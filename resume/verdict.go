@@ -9,7 +9,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 )
 
-// Check names, in the order Decide runs them (DESIGN "Resume decision",
+// Check names, in the order Decide runs them (docs/design.md "Resume decision",
 // the check table). The strings are part of the verdict's JSON contract.
 const (
 	CheckRefParse      = "ref-parse"      // 1: strict decoder, a JSON object with an object "ref"
@@ -72,14 +72,14 @@ type CheckResult struct {
 	Detail string `json:"detail"`
 }
 
-// Verdict is the outcome of the resume decision (DESIGN "Resume decision":
+// Verdict is the outcome of the resume decision (docs/design.md "Resume decision":
 // the verdict JSON). Checks always holds all ten checks in order. Class is
 // empty when Accepted (and encodes as null); ExitCode is Class.Code(),
 // or 0 when accepted. Refusals are the ingestion refusals of check 5,
 // sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
 // [] when empty. Container, NotApplied, Pid and Materialize are filled by
-// Resume (materialization, DESIGN "Materialize, claim, run lifecycle") only
+// Resume (materialization, docs/design.md "Materialize") only
 // and are omitted otherwise: "container"?, "notApplied"? (JSON Pointers into
 // the recorded core), "pid"? (with --start), "materialize"? (a CheckResult).
 //
@@ -144,7 +144,7 @@ type verdictJSON struct {
 	TakenOver   *TakenOver            `json:"takenOver,omitempty"`
 }
 
-// MarshalJSON encodes the verdict as DESIGN's object:
+// MarshalJSON encodes the verdict as docs/design.md's object:
 // {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
 // "container"?, "notApplied"?, "pid"?, "materialize"?, "run"?,
 // "generation"?, "fence"?, "takenOver"?}.
