@@ -60,8 +60,11 @@ func testHost() snapshot.Host {
 }
 
 // testKey is the fixed signing key of the command tests.
-func testKey() ed25519.PrivateKey {
-	seed := sha256.Sum256([]byte("sandbox-resume cmd test key"))
+func testKey() ed25519.PrivateKey { return namedKey("test") }
+
+// namedKey is a fixed Ed25519 key derived from name.
+func namedKey(name string) ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte("sandbox-resume cmd test key " + name))
 	return ed25519.NewKeyFromSeed(seed[:])
 }
 
@@ -262,7 +265,12 @@ func (w *world) read(name string) []byte {
 // writeKeys writes testKey as k.key (PKCS#8 PEM) and k.pub (PKIX PEM).
 func (w *world) writeKeys() {
 	w.t.Helper()
-	key := testKey()
+	w.writeKeyPair("k", testKey())
+}
+
+// writeKeyPair writes key as PREFIX.key and PREFIX.pub.
+func (w *world) writeKeyPair(prefix string, key ed25519.PrivateKey) {
+	w.t.Helper()
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		w.t.Fatal(err)
@@ -271,8 +279,8 @@ func (w *world) writeKeys() {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.write(testKeyFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
-	w.write(testPubFile, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
+	w.write(prefix+".key", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	w.write(prefix+".pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
 }
 
 // suspendedRun is run demo-1 as suspend would have left it, as bytes:
