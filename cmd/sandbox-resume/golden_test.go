@@ -181,8 +181,8 @@ func TestResumeGolden(t *testing.T) {
 	}
 	golden(t, "resume",
 		goldenCase{args: args("--check"), setup: setup, check: func(t *testing.T, w *world, _ int) {
-			if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateSuspended || len(w.rt.Materializer.Containers()) != 0 {
-				t.Errorf("--check changed something: record %+v, containers %v", rec, w.rt.Materializer.Containers())
+			if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateSuspended || len(w.rt.Containers()) != 0 {
+				t.Errorf("--check changed something: record %+v, containers %v", rec, w.rt.Containers())
 			}
 		}},
 		goldenCase{args: args("--check"), setup: func(w *world) {
@@ -202,7 +202,7 @@ func TestResumeGolden(t *testing.T) {
 		}},
 		goldenCase{args: args("--container", "mine"), setup: func(w *world) {
 			setup(w)
-			w.rt.Facts.PutContainer("mine", nil, 0)
+			w.rt.PutContainer("mine", nil, 0)
 		}},
 		goldenCase{args: args("--check", "--start"), setup: setup},
 		goldenCase{args: []string{"resume", "--check", "--config", testConfFile}, setup: setup},
@@ -242,12 +242,12 @@ func TestDiscardGolden(t *testing.T) {
 		w.suspended(r)
 		// The run lease (a stored ref), a stopped incarnation and another
 		// run's container.
-		if err := w.rt.Materializer.StoreRef(context.Background(), testRunID, r.refFile); err != nil {
+		if err := w.rt.StoreRef(context.Background(), testRunID, r.refFile); err != nil {
 			t.Fatal(err)
 		}
-		w.rt.Facts.PutContainer("demo-1-old", map[string]string{snapshot.LabelRun: testRunID, snapshot.LabelGeneration: "1"}, 0)
-		w.rt.Facts.PutContainer("demo-1-running", map[string]string{snapshot.LabelRun: testRunID, snapshot.LabelGeneration: "1"}, 4242)
-		w.rt.Facts.PutContainer("box-9", map[string]string{snapshot.LabelRun: "other"}, 0)
+		w.rt.PutContainer("demo-1-old", map[string]string{snapshot.LabelRun: testRunID, snapshot.LabelGeneration: "1"}, 0)
+		w.rt.PutContainer("demo-1-running", map[string]string{snapshot.LabelRun: testRunID, snapshot.LabelGeneration: "1"}, 4242)
+		w.rt.PutContainer("box-9", map[string]string{snapshot.LabelRun: "other"}, 0)
 	}
 	live := func(w *world) {
 		w.withFacts(r)
@@ -260,7 +260,7 @@ func TestDiscardGolden(t *testing.T) {
 	}
 	golden(t, "discard",
 		goldenCase{args: []string{"discard", "--run", testRunID}, setup: setup, check: func(t *testing.T, w *world, _ int) {
-			if got := w.rt.Materializer.Containers(); !slices.Equal(got, []string{"box-9", "demo-1-running"}) {
+			if got := w.rt.Containers(); !slices.Equal(got, []string{"box-9", "demo-1-running"}) {
 				t.Errorf("containers left: %v", got)
 			}
 		}},
@@ -291,14 +291,14 @@ func TestExportImportGolden(t *testing.T) {
 			files(w, r)
 			w.withStore(r)
 		}, check: func(t *testing.T, w *world, _ int) {
-			if len(w.read("run.tar")) == 0 || !w.rt.Store.Holds(snapshot.RunLease(testRunID), r.ref.Layers[0].Digest) {
+			if len(w.read("run.tar")) == 0 || !w.rt.Holds(snapshot.RunLease(testRunID), r.ref.Layers[0].Digest) {
 				t.Error("export wrote no archive, or the run lease does not hold the diff")
 			}
 		}},
 		goldenCase{args: []string{"export", "--ref", testRefFile, "--out", "run.tar"}, setup: func(w *world) {
 			files(w, r)
 			w.withStore(r)
-			w.rt.Store.Delete(r.ref.Layers[0].Digest)
+			w.rt.Delete(r.ref.Layers[0].Digest)
 		}},
 		goldenCase{args: []string{"export", "--ref", "absent.json", "--out", "run.tar"}},
 	)

@@ -100,15 +100,3 @@ func openLedger(_ context.Context, o ledgerOptions) (ledger.Ledger, error) {
 		return bolt.New(o.target, bolt.WithTimeout(o.timeout)), nil
 	}
 }
-
-// ledgerName names the configured ledger in messages: the bolt file or the
-// etcd URL.
-func (o ledgerOptions) ledgerName() string {
-	if o.isEtcdLedger() {
-		return o.target
-	}
-	if o.target == "" {
-		return ledger.DefaultPath
-	}
-	return o.target
-}
