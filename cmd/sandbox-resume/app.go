@@ -199,7 +199,7 @@ func (a *app) command(run func(s *session, args []string) (*result, error)) func
 		s := &session{app: a, cmd: cmd, ctx: cmd.Context()}
 		defer s.close()
 		res, err := run(s, args)
-		if err != nil {
+		if err != nil || res == nil {
 			return err
 		}
 		switch {
