@@ -185,7 +185,7 @@ func TestDifferTrees(t *testing.T) {
 			}
 			want := treeOf(t, ms)
 
-			layers := map[string]snapshot.Diff{}
+			layers := map[string]snapshot.Layer{}
 			for name, rt := range map[string]*ctrd.Runtime{"in-process": auto, "diff service": service} {
 				lease := snapshot.RunLease("differ-" + tc.name + "-" + strings.ReplaceAll(name, " ", "-"))
 				if err := rt.CreateLease(ctx, lease, nil); err != nil {
@@ -344,7 +344,7 @@ func compareTrees(want, got map[string]string) string {
 }
 
 // layerEntries lists the entry names of a stored layer blob.
-func layerEntries(t *testing.T, ctx context.Context, rt *ctrd.Runtime, l snapshot.Diff) []string {
+func layerEntries(t *testing.T, ctx context.Context, rt *ctrd.Runtime, l snapshot.Layer) []string {
 	t.Helper()
 	ra, err := rt.Client().ContentStore().ReaderAt(ctx, ocispec.Descriptor{Digest: l.Digest, Size: l.Size})
 	if err != nil {

@@ -109,11 +109,13 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 	}
 	run := func(bin string, d *harness.Daemon, args ...string) string {
 		b.Helper()
-		cmd := exec.Command(bin, append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)...)
+		args = append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)
+		cmd := exec.Command(bin, args...)
+		cmd.Env = cliEnv(args)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			b.Fatalf("%s %s: %v: %s", bin, strings.Join(args, " "), err, stderr.String())
+			b.Fatalf("%s %s: %v: %s%s", bin, strings.Join(args, " "), err, stderr.String(), stdout.String())
 		}
 		return stdout.String()
 	}
@@ -188,6 +190,7 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					runID := fmt.Sprintf("life-%d-%d-%d", mib, i, time.Now().UnixNano())
 					refPath := filepath.Join(w, "ref.json")
 					suspendOps := []func(){func() {
+						unsuspend(b, ctxA, a, cid)
 						startTask(b, ctxA, a, cid)
 						pw.reset()
 						timed("suspend", i, func() {
@@ -199,6 +202,7 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					}, func() { timed("suspend-base", i, func() { tarZstdSha(b, upper) }) }}
 					if prevCLI != "" {
 						suspendOps = append(suspendOps, func() {
+							unsuspend(b, ctxA, a, cid)
 							startTask(b, ctxA, a, cid)
 							pw.reset()
 							timed("suspend-prev", i, func() {
@@ -232,7 +236,7 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					rotate(i, "export", exportOps...)
 					os.Remove(filepath.Join(w, "prev.tar"))
 					layer := filepath.Join(w, "layer.zst")
-					sh(`tar -xOf "$1" "blobs/sha256/$2" > "$3"`, runTar, ref.RootfsDiff.Digest.Encoded(), layer)
+					sh(`tar -xOf "$1" "blobs/sha256/$2" > "$3"`, runTar, ref.Layers[0].Digest.Encoded(), layer)
 					dstI := filepath.Join(w, "import-base")
 					imported := filepath.Join(w, "imported.json")
 					rotate(i, "import", func() {
@@ -261,8 +265,8 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					removeContainer(ctxA, a, mat)
 					removeContainer(ctx2, h2, started)
 					removeContainer(ctx2, h2, baseRun)
-					cli2(a, "discard", "--run", runID)
-					cli2(h2, "discard", "--run", runID)
+					cli2(a, "discard", "--run", runID, "--force")
+					cli2(h2, "discard", "--run", runID, "--force")
 					if err := os.RemoveAll(w); err != nil {
 						b.Fatal(err)
 					}
