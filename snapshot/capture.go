@@ -157,6 +157,7 @@ type Capturer interface {
 	ContainerInspector
 	HostInspector
 	ImageResolver
+	ImageConfigReader
 	TaskController
 	Differ
 	BlobWriter

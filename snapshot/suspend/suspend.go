@@ -93,7 +93,9 @@ type Result struct {
 //     diffIDs of the image the manifest's reference resolves to for the
 //     host platform, and a digest in the reference must be that image's
 //     index or manifest digest (else ErrMismatch; an image that does not
-//     resolve is snapshot.ErrImageUnresolved);
+//     resolve is snapshot.ErrImageUnresolved), and the devcontainer.metadata
+//     label of its config must pass envmanifest.CheckImageMetadata (else an
+//     *envmanifest.ImageMetadataError; no label passes);
 //  3. create the run lease snapshot.RunLease(run) first (a rerun finds it
 //     and keeps its creation time; a lease made for another container is
 //     ErrRunConflict) and hold the base image's content in it; every later
@@ -168,6 +170,9 @@ func Run(ctx context.Context, c snapshot.Capturer, req Request) (*Result, error)
 		return nil, fmt.Errorf("suspend: resolve image %s: %w", m.Core.Image, err)
 	}
 	if err := describes(m.Core.Image, base, ctr); err != nil {
+		return nil, err
+	}
+	if err := checkImageMetadata(ctx, c, m.Core.Image, base); err != nil {
 		return nil, err
 	}
 

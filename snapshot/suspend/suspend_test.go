@@ -160,7 +160,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 		}
 		return f.Ops()
 	}()
-	want := []string{fake.OpContainer, fake.OpHost, fake.OpResolveImage, fake.OpCreateLease, fake.OpHoldBase,
+	want := []string{fake.OpContainer, fake.OpHost, fake.OpResolveImage, fake.OpImageLabels, fake.OpCreateLease, fake.OpHoldBase,
 		fake.OpPauseTask, fake.OpCreateDiff, fake.OpStopTask, fake.OpWriteBlob, fake.OpSetLabels}
 	if fmt.Sprint(ops) != fmt.Sprint(want) {
 		t.Fatalf("operations %v, want %v", ops, want)
