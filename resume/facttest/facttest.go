@@ -267,7 +267,7 @@ func RunFactsSuite(t *testing.T, newFacts New) {
 	t.Run("ImageLabels", func(t *testing.T) {
 		f, fx := newFacts(t)
 		labels := map[string]string{
-			"devcontainer.metadata": `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`,
+			"devcontainer.metadata":          `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`,
 			"org.opencontainers.image.title": "labelled",
 			"empty":                          "",
 		}
