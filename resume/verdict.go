@@ -19,7 +19,7 @@ const (
 	CheckOfferedIngest = "offered-ingest" // 5: the offered devcontainer.json ingests with the recorded policy and lockfile rules
 	CheckManifest      = "manifest"       // 6: offered address = ref.manifest
 	CheckHost          = "host"           // 7: same host (host.id and host.idSource), or pinned
-	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests
+	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests, the devcontainer.metadata label passes
 	CheckSnapshot      = "snapshot"       // 9: the rootfsDiff blob is present with its digest and size
 	CheckClaim         = "claim"          // 10: no live claim exists for the run
 )
@@ -46,6 +46,7 @@ const (
 	ClassUnpinnedCrossHost = exitcode.ClassUnpinnedCrossHost // check 7: exit 4
 	ClassImageUnresolved   = exitcode.ClassImageUnresolved   // check 8: exit 5
 	ClassImageDrifted      = exitcode.ClassImageDrifted      // check 8: exit 5
+	ClassImageMetadata     = exitcode.ClassImageMetadata     // check 8: exit 2
 	ClassSnapshotMissing   = exitcode.ClassSnapshotMissing   // check 9: exit 7
 	ClassClaimConflict     = exitcode.ClassClaimConflict     // check 10: exit 8
 	// ClassInternal is a failure to establish a fact (a daemon error other
@@ -73,8 +74,9 @@ type CheckResult struct {
 // Verdict is the outcome of the resume decision (DESIGN "Resume decision":
 // the verdict JSON). Checks always holds all ten checks in order. Class is
 // empty when Accepted (and encodes as null); ExitCode is Class.Code(),
-// or 0 when accepted. Refusals are the ingestion refusals of check 5,
-// sorted by pointer; Drift compares the recorded and offered manifest cores
+// or 0 when accepted. Refusals are the ingestion refusals of check 5, or
+// the devcontainer.metadata label refusals of check 8 (pointers under
+// /config/Labels/devcontainer.metadata), sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
 // [] when empty. Container, NotApplied, Pid and Materialize are filled by
 // Resume (materialization, DESIGN "Materialize, claim, run lifecycle") only
