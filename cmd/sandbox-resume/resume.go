@@ -32,7 +32,8 @@ func newResumeCmd(g *globalOptions) *cobra.Command {
 		Long: `Runs the ten resume checks (ref-parse, signature, ref-schema, ref-integrity,
 offered-ingest, manifest, host, image, snapshot, claim) and prints each result,
 the drift between the recorded and the offered manifest core, and the verdict.
-The exit code is the verdict's: 0 accepted, 2 bad input, 3 manifest mismatch,
+The exit code is the verdict's: 0 accepted, 2 bad input or a refused
+devcontainer.metadata image label (image-metadata), 3 manifest mismatch,
 4 unpinned cross-host, 5 image, 6 untrusted or tampered, 7 snapshot, 8 claim.
 --check decides and changes nothing. Without --check, check 10 creates the run's
 claim lease (sandbox-resume.claim/<run>), then the rootfs diff is verified

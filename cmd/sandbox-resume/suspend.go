@@ -30,7 +30,9 @@ func newSuspendCmd(g *globalOptions) *cobra.Command {
 		Short: "Capture a container's filesystem changes and write a signed SnapshotRef",
 		Long: `Ingests the devcontainer.json, checks that it describes the container (its
 snapshot's parent is the chain of the declared image: else exit 3; an image
-that does not resolve is 5), creates the run lease sandbox-resume.run/<run>,
+that does not resolve is 5) and that the image's devcontainer.metadata label,
+if any, passes (else exit 2, class image-metadata, with the refusals; nothing
+is paused or written), creates the run lease sandbox-resume.run/<run>,
 pauses the task, stores the zstd rootfs diff under the lease, stops the task
 (or resumes it with --keep-running), stores the signed ref as a blob, labels
 the container and writes the ref file atomically (default <run>.ref.json).
