@@ -86,8 +86,9 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 //
 // Every check is reported: "pass", "fail", or "skipped" after the first
 // failure, which decides Class and ExitCode. Refusals holds check 5's
-// ingestion refusals, or check 8's image-metadata refusals; Drift compares the recorded and the offered core
-// whenever check 5 produced an offered core (see DiffCores).
+// ingestion refusals, or check 8's image-metadata refusals; Drift compares
+// the recorded and the offered core whenever check 5 produced an offered
+// core (see DiffCores).
 //
 // Check 8 runs in DESIGN's order: the host platform must match
 // base.platform (else image-unresolved); base.manifestDigest with its
