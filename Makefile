@@ -5,6 +5,7 @@ export PATH := $(CURDIR)/bin:/usr/local/go/bin:$(PATH)
 CONTAINERD_VERSION := $(shell awk '$$1=="github.com/containerd/containerd/v2"{print $$2; exit}' go.mod)
 APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo apache2-utils
 FUZZTIME ?= 10m
+GOLANGCI_LINT_VERSION := v2.15.0
 
 .PHONY: help deps build test unit integration bench fuzz lint clean demo docs
 
@@ -17,15 +18,16 @@ deps: ## install what is missing (apt packages as root; the containerd binaries 
 build: ## build bin/sandbox-resume
 	$(GO) build -o bin/sandbox-resume ./cmd/sandbox-resume
 
-test: deps build ## all tests: unit and integration (integration needs root; under CI=true nothing skips)
+test: deps build ## all tests, with -race: unit and integration (integration needs root; under CI=true nothing skips)
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -tags faultpoint ./internal/faultpoint
+	$(GO) test -race -count=1 -timeout 30m ./...
 
-unit: build ## unit tests only (no daemon)
-	$(GO) test -count=1 -short ./...
+unit: build ## unit tests only (no daemon), with -race
+	$(GO) test -race -count=1 -short ./...
 
-integration: deps build ## integration tests against real containerd daemons started by the harness
-	$(GO) test -count=1 -timeout 30m -v ./test/integration/...
+integration: deps build ## integration tests against real containerd daemons started by the harness (they build the CLI with -tags faultpoint)
+	$(GO) test -race -count=1 -timeout 30m -v ./test/integration/...
 
 bench: build ## performance report: bench/run.sh writes docs/PERFORMANCE.md and docs/perf-*.png (≈ 15 min, root for the containerd parts; BENCH_LARGE=0 skips the 1 GiB runs; not part of CI's pass/fail)
 	./bench/run.sh
@@ -34,9 +36,13 @@ bench: build ## performance report: bench/run.sh writes docs/PERFORMANCE.md and 
 fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	./hack/fuzz.sh $(FUZZTIME)
 
-lint: ## gofmt, go vet
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml; the pinned GOLANGCI_LINT_VERSION, installed into bin/ on first use)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags faultpoint ./internal/faultpoint ./snapshot/suspend ./resume ./migrate ./runtime/containerd
+	@./hack/golangci-lint.sh $(GOLANGCI_LINT_VERSION)
+	bin/golangci-lint run ./...
+	bin/golangci-lint run --build-tags faultpoint ./internal/faultpoint/...
 
 clean: ## remove build output (keeps the cached containerd binaries)
 	rm -f bin/sandbox-resume

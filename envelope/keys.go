@@ -2,8 +2,11 @@ package envelope
 
 import (
 	"bytes"
+	"crypto/ecdh"
+	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -16,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 )
@@ -37,6 +41,39 @@ const (
 // when PREFIX.key or PREFIX.pub already exists and force is false. Its
 // class is "refused" (internal/exitcode).
 var ErrKeyExists = errors.New("key file already exists")
+
+// keygenError is an error of WriteKeyPair whose message says it all in
+// one sentence ("keygen: k.key already exists") while it still wraps the
+// sentinels callers test with errors.Is (ErrKeyExists, fs.ErrExist,
+// fs.ErrNotExist, syscall.ENOTDIR).
+type keygenError struct {
+	msg  string
+	errs []error
+}
+
+func (e *keygenError) Error() string   { return e.msg }
+func (e *keygenError) Unwrap() []error { return e.errs }
+
+// keyExists is the error for an existing key file at path.
+func keyExists(path string) error {
+	return &keygenError{msg: "keygen: " + path + " already exists", errs: []error{ErrKeyExists, fs.ErrExist}}
+}
+
+// checkKeyDir reports, in plain words, a directory for the key files that
+// does not exist or is not a directory (rather than the error of a
+// temporary file that could not be created in it).
+func checkKeyDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &keygenError{msg: "keygen: directory " + dir + " does not exist", errs: []error{fs.ErrNotExist}}
+	case errors.Is(err, syscall.ENOTDIR) || (err == nil && !fi.IsDir()):
+		return &keygenError{msg: "keygen: " + dir + " is not a directory", errs: []error{syscall.ENOTDIR}}
+	case err != nil:
+		return fmt.Errorf("keygen: %w", err)
+	}
+	return nil
+}
 
 // KeyID returns the identifier of an Ed25519 public key: "ed25519:" + the
 // lowercase hex SHA-256 of the key's PKIX (SubjectPublicKeyInfo) DER
@@ -70,7 +107,7 @@ func ParsePrivateKeyPEM(data []byte) (ed25519.PrivateKey, error) {
 	}
 	priv, ok := k.(ed25519.PrivateKey)
 	if !ok {
-		return nil, fmt.Errorf("PKCS#8 private key is a %T, not Ed25519", k)
+		return nil, fmt.Errorf("holds %s, not an Ed25519 private key", keyKind(k))
 	}
 	return priv, nil
 }
@@ -94,7 +131,7 @@ func parsePKIX(der []byte) (ed25519.PublicKey, error) {
 	}
 	pub, ok := k.(ed25519.PublicKey)
 	if !ok {
-		return nil, fmt.Errorf("PKIX public key is a %T, not Ed25519", k)
+		return nil, fmt.Errorf("holds %s, not an Ed25519 public key", keyKind(k))
 	}
 	return pub, nil
 }
@@ -103,10 +140,13 @@ func parsePKIX(der []byte) (ed25519.PublicKey, error) {
 func singlePEM(data []byte, want string) (*pem.Block, error) {
 	block, rest := pem.Decode(data)
 	if block == nil {
-		return nil, fmt.Errorf("no PEM block (want %q)", want)
+		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("ssh-")) {
+			return nil, fmt.Errorf("holds an OpenSSH public key, not %s (no PEM block)", pemKinds[want])
+		}
+		return nil, fmt.Errorf("no PEM block (want %s)", pemKinds[want])
 	}
 	if block.Type != want {
-		return nil, fmt.Errorf("PEM block is %q, want %q", block.Type, want)
+		return nil, fmt.Errorf("holds %s, not %s", pemKind(block.Type), pemKinds[want])
 	}
 	if len(block.Headers) != 0 {
 		return nil, fmt.Errorf("PEM block %q has headers (encrypted keys are not supported)", want)
@@ -115,6 +155,46 @@ func singlePEM(data []byte, want string) (*pem.Block, error) {
 		return nil, fmt.Errorf("data after the PEM block %q", want)
 	}
 	return block, nil
+}
+
+// pemKinds names, for people, what the PEM block types found in key files
+// hold.
+var pemKinds = map[string]string{
+	PEMTypePrivateKey:       `a private key (PEM "PRIVATE KEY", PKCS#8)`,
+	PEMTypePublicKey:        `a public key (PEM "PUBLIC KEY", PKIX)`,
+	"ENCRYPTED PRIVATE KEY": `an encrypted private key (PEM "ENCRYPTED PRIVATE KEY")`,
+	"RSA PRIVATE KEY":       `an RSA private key (PEM "RSA PRIVATE KEY", PKCS#1)`,
+	"RSA PUBLIC KEY":        `an RSA public key (PEM "RSA PUBLIC KEY", PKCS#1)`,
+	"EC PRIVATE KEY":        `an EC private key (PEM "EC PRIVATE KEY", SEC 1)`,
+	"OPENSSH PRIVATE KEY":   `an OpenSSH private key (PEM "OPENSSH PRIVATE KEY")`,
+	"CERTIFICATE":           `a certificate (PEM "CERTIFICATE")`,
+}
+
+// pemKind names what a PEM block of type typ holds.
+func pemKind(typ string) string {
+	if k, ok := pemKinds[typ]; ok {
+		return k
+	}
+	return fmt.Sprintf("a PEM %q block", typ)
+}
+
+// keyKind names the algorithm of a key parsed from PKCS#8 or PKIX.
+func keyKind(k any) string {
+	switch k.(type) {
+	case *rsa.PrivateKey:
+		return "an RSA private key"
+	case *rsa.PublicKey:
+		return "an RSA public key"
+	case *ecdsa.PrivateKey:
+		return "an ECDSA private key"
+	case *ecdsa.PublicKey:
+		return "an ECDSA public key"
+	case *ecdh.PrivateKey:
+		return "an X25519 (ECDH) private key"
+	case *ecdh.PublicKey:
+		return "an X25519 (ECDH) public key"
+	}
+	return fmt.Sprintf("a %T", k)
 }
 
 // LoadPrivateKey reads a PKCS#8 PEM Ed25519 private key from path (see
@@ -258,16 +338,21 @@ func LoadTrust(path string) (*KeyRing, error) {
 // PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub (PKIX PEM, mode 0644),
 // each temp → fsync → rename in the target directory. Without force it
 // refuses, before writing anything, when either file exists: the error wraps
-// ErrKeyExists and fs.ErrExist and names the file. It returns the two paths.
+// ErrKeyExists and fs.ErrExist and names the file. A directory of prefix
+// that does not exist is an error naming it (wrapping fs.ErrNotExist; one
+// that is not a directory wraps syscall.ENOTDIR). It returns the two paths.
 func WriteKeyPair(prefix string, force bool) (pubPath, keyPath string, err error) {
 	if prefix == "" {
 		return "", "", errors.New("keygen: empty output prefix")
 	}
 	pubPath, keyPath = prefix+".pub", prefix+".key"
+	if err := checkKeyDir(filepath.Dir(prefix)); err != nil {
+		return "", "", err
+	}
 	if !force {
 		for _, p := range []string{keyPath, pubPath} {
 			if _, err := os.Lstat(p); err == nil {
-				return "", "", fmt.Errorf("keygen: %s: %w: %w", p, ErrKeyExists, fs.ErrExist)
+				return "", "", keyExists(p)
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				return "", "", fmt.Errorf("keygen: %w", err)
 			}
@@ -310,7 +395,7 @@ func writeKeyFile(path string, data []byte, mode os.FileMode, force bool) error 
 		return nil
 	})
 	if errors.Is(err, fs.ErrExist) && !force {
-		return fmt.Errorf("keygen: %s: %w: %w", path, ErrKeyExists, fs.ErrExist)
+		return keyExists(path)
 	}
 	if err != nil {
 		return fmt.Errorf("keygen: %w", err)

@@ -3,50 +3,35 @@ package envelope
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 // signTestShared returns the shared/ folder beside the module root (or
 // $SANDBOX_RESUME_SHARED); it skips when missing, and fails under CI=true.
 func signTestShared(t testing.TB) string {
 	t.Helper()
-	if d := os.Getenv("SANDBOX_RESUME_SHARED"); d != "" {
-		return d
-	}
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
-	if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-		return d
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("shared/ not found at %s and $SANDBOX_RESUME_SHARED unset", d)
-	}
-	t.Skipf("shared/ not found at %s; set $SANDBOX_RESUME_SHARED", d)
-	return ""
+	return testenv.Shared(t)
 }
 
 // signTestOpenSSL returns the openssl binary; skips when missing unless CI=true.
 func signTestOpenSSL(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("openssl")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("openssl not on PATH (make deps installs it)")
-		}
-		t.Skip("openssl not on PATH")
-	}
-	return p
+	return testenv.LookPath(t, "openssl", "make deps installs it")
 }
 
 func signTestRun(t testing.TB, name string, args ...string) []byte {
@@ -272,8 +257,12 @@ func TestParseKeyPEMErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, true, "no PEM block"},
-		{"public as private", pubPEM, true, `"PUBLIC KEY"`},
-		{"private as public", keyPEM, false, `"PRIVATE KEY"`},
+		{"public as private", pubPEM, true, `holds a public key (PEM "PUBLIC KEY", PKIX), not a private key`},
+		{"private as public", keyPEM, false, `holds a private key (PEM "PRIVATE KEY", PKCS#8), not a public key`},
+		{"RSA private key", rsaPKCS8PEM(t), true, "holds an RSA private key, not an Ed25519 private key"},
+		{"PKCS#1 block", []byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"), true, `holds an RSA private key (PEM "RSA PRIVATE KEY", PKCS#1)`},
+		{"certificate", []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), false, `holds a certificate (PEM "CERTIFICATE")`},
+		{"OpenSSH public key", []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE user@host\n"), false, "holds an OpenSSH public key"},
 		{"trailing garbage", append(append([]byte(nil), pubPEM...), "junk"...), false, "after the PEM block"},
 		{"two blocks", append(append([]byte(nil), pubPEM...), pubPEM...), false, "after the PEM block"},
 		{"bad DER", []byte("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"), false, "PKIX"},
@@ -299,6 +288,21 @@ func TestParseKeyPEMErrors(t *testing.T) {
 	if _, err := LoadPublicKey(keyPath); err == nil || !strings.Contains(err.Error(), keyPath) {
 		t.Fatalf("LoadPublicKey(private key) = %v", err)
 	}
+}
+
+// rsaPKCS8PEM returns a PKCS#8 PEM RSA private key: the right block type
+// holding another algorithm.
+func rsaPKCS8PEM(t *testing.T) []byte {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: PEMTypePrivateKey, Bytes: der})
 }
 
 func TestLoadTrust(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 
 	"github.com/gowebpki/jcs"
 )
@@ -23,7 +24,7 @@ import (
 // c7Update fills the "address" fields of testdata/c7 from the hand-written
 // canonical bytes (`go test ./envmanifest -run TestC7 -update`). Nothing
 // else in a case file is ever written by a program.
-var c7Update = flag.Bool("update", false, "fill the address fields of testdata/c7 from their hand-written canonical bytes")
+var c7Update = flag.Bool("update", false, "fill the address fields of testdata/c7 from their hand-written canonical bytes, and rewrite testdata/corpus-canonical.json (TestCorpus)")
 
 const c7Dir = "testdata/c7"
 
@@ -145,14 +146,12 @@ func loadC7(t *testing.T) []*c7Case {
 }
 
 // c7B3sum returns "blake3:" + Debian b3sum's hex digest of data, or "" (and
-// skips the caller's cross-check) when b3sum is missing and CI is unset.
+// skips the caller's cross-check) when b3sum is missing and CI is unset
+// (testenv.OptionalPath).
 func c7B3sum(t *testing.T, data []byte) string {
 	t.Helper()
-	path, err := exec.LookPath("b3sum")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("b3sum not installed (apt-get install b3sum): %v", err)
-		}
+	path := testenv.OptionalPath(t, "b3sum", "apt-get install b3sum, or make deps")
+	if path == "" {
 		return ""
 	}
 	cmd := exec.Command(path, "--no-names")

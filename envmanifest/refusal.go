@@ -52,16 +52,31 @@ func (r Refusal) String() string {
 type RefusedError struct {
 	Source   string
 	Refusals []Refusal
+	// NotA, when set, names what the input was read as and is not at all
+	// ("a signed manifest": it is not JSON, or it lacks the document
+	// member); Error then says so before counting the refusals.
+	NotA string
 }
 
-// Error lists the source and every refusal, one per line.
+// Error names the source and counts the refusals ("x.json: 3 refusals";
+// "x.json is not a signed manifest: 1 refusal" when NotA is set), then
+// lists every refusal, one per line.
 func (e *RefusedError) Error() string {
 	var b strings.Builder
 	src := e.Source
 	if src == "" {
 		src = "input"
 	}
-	fmt.Fprintf(&b, "%s: refused (%d)", src, len(e.Refusals))
+	b.WriteString(src)
+	if e.NotA != "" {
+		b.WriteString(" is not ")
+		b.WriteString(e.NotA)
+	}
+	if len(e.Refusals) == 1 {
+		b.WriteString(": 1 refusal")
+	} else {
+		fmt.Fprintf(&b, ": %d refusals", len(e.Refusals))
+	}
 	for _, r := range e.Refusals {
 		b.WriteString("\n  ")
 		b.WriteString(r.String())

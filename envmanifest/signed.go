@@ -19,12 +19,21 @@ import (
 // wrapper or entry member ("unknown-property"). A missing or empty
 // "signatures" array is not a parse error: Document.Verify reports it
 // (envelope.ErrSignature). Source of the error is empty; ReadSigned fills
-// it with the file name.
+// it with the file name. When data is not a signed document at all (it
+// does not decode, or it lacks the document member) NotA says so ("a
+// signed manifest", "a signed ref").
 func ParseSigned(data []byte, member string) (*envelope.Document, error) {
 	doc, err := envelope.Parse(data, member)
 	var pe *envelope.ParseError
 	if errors.As(err, &pe) {
-		return nil, refusedFromEnvelope(pe)
+		re := refusedFromEnvelope(pe)
+		for _, p := range pe.Problems {
+			if p.Kind == envelope.Malformed || (p.Kind == envelope.Missing && p.Pointer == "/"+member) {
+				re.NotA = "a signed " + member
+				break
+			}
+		}
+		return nil, re
 	}
 	return doc, err
 }

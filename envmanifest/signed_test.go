@@ -11,11 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 // signTestCore is a pinned-image core with every member, including a
@@ -58,32 +58,13 @@ func encodeSigned(member string, canonical []byte, sigs []envelope.Signature) ([
 // $SANDBOX_RESUME_SHARED); it skips when missing, and fails under CI=true.
 func signTestShared(t testing.TB) string {
 	t.Helper()
-	if d := os.Getenv("SANDBOX_RESUME_SHARED"); d != "" {
-		return d
-	}
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
-	if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-		return d
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("shared/ not found at %s and $SANDBOX_RESUME_SHARED unset", d)
-	}
-	t.Skipf("shared/ not found at %s; set $SANDBOX_RESUME_SHARED", d)
-	return ""
+	return testenv.Shared(t)
 }
 
 // signTestOpenSSL returns the openssl binary; skips when missing unless CI=true.
 func signTestOpenSSL(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("openssl")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("openssl not on PATH (make deps installs it)")
-		}
-		t.Skip("openssl not on PATH")
-	}
-	return p
+	return testenv.LookPath(t, "openssl", "make deps installs it")
 }
 
 func signTestRun(t testing.TB, name string, args ...string) []byte {

@@ -7,12 +7,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gowebpki/jcs"
 	"github.com/zeebo/blake3"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 // vecShared returns the shared/ folder beside the module root (or
@@ -20,18 +21,7 @@ import (
 // instead under CI=true.
 func vecShared(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("SANDBOX_RESUME_SHARED"); d != "" {
-		return d
-	}
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
-	if _, err := os.Stat(d); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared/ not found at %s and $SANDBOX_RESUME_SHARED unset", d)
-		}
-		t.Skipf("shared/ not found at %s; set $SANDBOX_RESUME_SHARED", d)
-	}
-	return d
+	return testenv.Shared(t)
 }
 
 // jcsVector is one RFC 8785 input/output pair from shared/vectors/jcs, with

@@ -56,10 +56,35 @@ func refused(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrArtifactRefused)
 }
 
+// Payload lists the blobs a migration artifact carries as its layers, in
+// order (docs/design.md "Moving runs"): every layer of the ref with its OCI
+// layer media type, digest and size, then the recorded runtime spec blob
+// (media type snapshot.MediaTypeSpec) when the ref has one (a /1 ref: its
+// one diff alone).
+func Payload(r *snapshot.Ref) []ocispec.Descriptor {
+	out := make([]ocispec.Descriptor, 0, len(r.Layers)+1)
+	for _, l := range r.Layers {
+		out = append(out, ocispec.Descriptor{MediaType: l.MediaType, Digest: l.Digest, Size: l.Size})
+	}
+	if r.Spec != nil {
+		out = append(out, ocispec.Descriptor{MediaType: r.Spec.MediaType, Digest: r.Spec.Digest, Size: r.Spec.Size})
+	}
+	return out
+}
+
+// payloadSize is the total size in bytes of Payload(r).
+func payloadSize(r *snapshot.Ref) int64 {
+	var n int64
+	for _, d := range Payload(r) {
+		n += d.Size
+	}
+	return n
+}
+
 // ArtifactManifest builds the migration artifact's OCI image manifest for a
 // verified ref (docs/design.md "Moving runs"): artifactType ArtifactType;
-// config {snapshot.MediaTypeRef, sha256 of refFile, len(refFile)}; one layer, the rootfs
-// diff (r.RootfsDiff's media type, digest and size); subject = base, the
+// config {snapshot.MediaTypeRef, sha256 of refFile, len(refFile)}; layers
+// Payload(r): every layer of the ref, then the spec blob; subject = base, the
 // descriptor of the base image's platform manifest (its digest must be
 // r.Base.ManifestDigest); annotations AnnotationManifest, AnnotationRun and
 // ocispec.AnnotationCreated (r.Created, so the same ref always gives the
@@ -78,11 +103,7 @@ func ArtifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor) 
 			Digest:    digest.FromBytes(refFile),
 			Size:      int64(len(refFile)),
 		},
-		Layers: []ocispec.Descriptor{{
-			MediaType: r.RootfsDiff.MediaType,
-			Digest:    r.RootfsDiff.Digest,
-			Size:      r.RootfsDiff.Size,
-		}},
+		Layers:  Payload(r),
 		Subject: &ocispec.Descriptor{MediaType: base.MediaType, Digest: base.Digest, Size: base.Size},
 		Annotations: map[string]string{
 			AnnotationManifest:        r.Manifest,
@@ -104,14 +125,15 @@ func ArtifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor) 
 
 // Artifact is a migration artifact whose ref verified: the ref and its
 // file's exact bytes, the artifact manifest's descriptor and bytes, the
-// rootfs diff layer's descriptor, and Base, every blob of the base image
-// that came with it (an archive made with --with-base), in walk order.
+// descriptors of its layers (Payload of the ref: the ref's layers, then
+// its spec blob), and Base, every blob of the base image that came with it
+// (an archive made with --with-base), in walk order.
 type Artifact struct {
 	Ref       *snapshot.Ref
 	RefFile   []byte
 	Manifest  ocispec.Descriptor
 	Body      []byte
-	Layer     ocispec.Descriptor
+	Layers    []ocispec.Descriptor
 	Base      []digest.Digest
 	BaseIndex bool // Base holds the base image's index (ref.Base.IndexDigest)
 }
@@ -159,11 +181,12 @@ func small(src BlobSource, desc ocispec.Descriptor, what string) ([]byte, error)
 // (body, described by desc) and opens its ref, in this order: the
 // manifest's media type is ocispec.MediaTypeImageManifest with schema
 // version 2 and artifactType ArtifactType; its config has media type
-// snapshot.MediaTypeRef and is present in src with its size; there is exactly one
-// layer, present with its size; there is a subject. Then the config bytes
-// go through snapshot.OpenRef(trust) — no field of the ref is used before its
-// signature verifies — and the manifest must agree with the verified ref:
-// the layer is ref.rootfsDiff (media type, digest, size), the subject is
+// snapshot.MediaTypeRef and is present in src with its size; it has 1 to
+// snapshot.MaxLayers+1 layers, each present with its size; there is a
+// subject. Then the config bytes go through snapshot.OpenRef(trust) — no
+// field of the ref is used before its signature verifies — and the manifest
+// must agree with the verified ref: its layers are Payload(ref) (media
+// types, digests and sizes, in order), the subject is
 // ref.base.manifestDigest, and the run and manifest annotations are the
 // ref's. Shape and agreement failures wrap ErrArtifactRefused; the ref's
 // own failures are snapshot.OpenRef's (*snapshot.OpenError).
@@ -189,12 +212,13 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 	if err != nil {
 		return nil, err
 	}
-	if len(m.Layers) != 1 {
-		return nil, refused("%s: %d layers, want exactly one (the rootfs diff)", what, len(m.Layers))
+	if len(m.Layers) == 0 || len(m.Layers) > snapshot.MaxLayers+1 {
+		return nil, refused("%s: %d layers, want the ref's 1 to %d layers and its spec blob", what, len(m.Layers), snapshot.MaxLayers)
 	}
-	layer := m.Layers[0]
-	if err := present(src, layer, what+" layer"); err != nil {
-		return nil, err
+	for i, l := range m.Layers {
+		if err := present(src, l, fmt.Sprintf("%s layer %d", what, i)); err != nil {
+			return nil, err
+		}
 	}
 	if m.Subject == nil {
 		return nil, refused("%s: no subject (the base image's platform manifest)", what)
@@ -205,10 +229,15 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 		return nil, fmt.Errorf("%s config %s: %w", what, m.Config.Digest, err)
 	}
 
-	d := ref.RootfsDiff
-	if layer.MediaType != d.MediaType || layer.Digest != d.Digest || layer.Size != d.Size {
-		return nil, refused("%s: layer {%s %s %d} is not the ref's rootfsDiff {%s %s %d}", what,
-			layer.MediaType, layer.Digest, layer.Size, d.MediaType, d.Digest, d.Size)
+	want := Payload(ref)
+	if len(m.Layers) != len(want) {
+		return nil, refused("%s: %d layers, but the ref records %d layers and %d spec blob", what, len(m.Layers), len(ref.Layers), len(want)-len(ref.Layers))
+	}
+	for i, l := range m.Layers {
+		if d := want[i]; l.MediaType != d.MediaType || l.Digest != d.Digest || l.Size != d.Size {
+			return nil, refused("%s: layer %d {%s %s %d} is not the ref's {%s %s %d}", what, i,
+				l.MediaType, l.Digest, l.Size, d.MediaType, d.Digest, d.Size)
+		}
 	}
 	if m.Subject.Digest != ref.Base.ManifestDigest {
 		return nil, refused("%s: subject %s is not the ref's base manifest %s", what, m.Subject.Digest, ref.Base.ManifestDigest)
@@ -217,7 +246,7 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 		return nil, refused("%s: annotations %s=%q %s=%q disagree with the ref (run %q, manifest %s)", what,
 			AnnotationRun, m.Annotations[AnnotationRun], AnnotationManifest, m.Annotations[AnnotationManifest], ref.Run, ref.Manifest)
 	}
-	return &Artifact{Ref: ref, RefFile: refFile, Manifest: desc, Body: body, Layer: layer}, nil
+	return &Artifact{Ref: ref, RefFile: refFile, Manifest: desc, Body: body, Layers: m.Layers}, nil
 }
 
 // CheckArchive checks a scanned archive's index.json and artifact, then

@@ -28,7 +28,7 @@ func signedFixture(t *testing.T, layer []byte) (*snapshot.Ref, []byte, *envelope
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.RootfsDiff.Digest, r.RootfsDiff.Size = digest.FromBytes(layer), int64(len(layer))
+	r.Layers[0].Digest, r.Layers[0].Size = digest.FromBytes(layer), int64(len(layer))
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestArtifactManifestShape(t *testing.T) {
 		{"config.digest", cfg["digest"], digest.FromBytes(file).String()},
 		{"config.size", cfg["size"], float64(len(file))},
 		{"len(layers)", len(layers), 1},
-		{"layers[0].mediaType", layers[0].(map[string]any)["mediaType"], r.RootfsDiff.MediaType},
+		{"layers[0].mediaType", layers[0].(map[string]any)["mediaType"], r.Layers[0].MediaType},
 		{"layers[0].digest", layers[0].(map[string]any)["digest"], digest.FromBytes(layer).String()},
 		{"subject.digest", subject["digest"], r.Base.ManifestDigest.String()},
 		{"annotations run", ann["io.sandbox-resume.run"], r.Run},
@@ -276,5 +276,65 @@ func TestCheckArchiveRefuses(t *testing.T) {
 				t.Errorf("err = %v, want ErrArtifactRefused mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// mapSource is a BlobSource over maps: every blob's size, and the bytes of
+// the small ones.
+type mapSource struct {
+	sizes map[digest.Digest]int64
+	small map[digest.Digest][]byte
+}
+
+func (m mapSource) Blob(d digest.Digest) ([]byte, bool) { b, ok := m.small[d]; return b, ok }
+func (m mapSource) Size(d digest.Digest) (int64, bool)  { n, ok := m.sizes[d]; return n, ok }
+
+// TestArtifactCarriesLayersThenSpec: the artifact of a /2 ref carries every
+// layer in order, then the spec blob (docs/design.md "Moving runs"), and
+// CheckArtifactManifest accepts exactly that order.
+func TestArtifactCarriesLayersThenSpec(t *testing.T) {
+	file := readTestdata(t, "ref2/g2.ref.json")
+	r, err := snapshot.OpenRef(file, testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, desc, err := ArtifactManifest(file, r, baseDesc(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Layers) != 3 || m.Layers[0].Digest != r.Layers[0].Digest || m.Layers[1].Digest != r.Layers[1].Digest ||
+		m.Layers[1].MediaType != ocispec.MediaTypeImageLayer || m.Layers[2].Digest != r.Spec.Digest || m.Layers[2].MediaType != snapshot.MediaTypeSpec {
+		t.Fatalf("layers %+v", m.Layers)
+	}
+	src := mapSource{sizes: map[digest.Digest]int64{digest.FromBytes(file): int64(len(file))}, small: map[digest.Digest][]byte{digest.FromBytes(file): file}}
+	for _, l := range m.Layers {
+		src.sizes[l.Digest] = l.Size
+	}
+	art, err := CheckArtifactManifest(src, desc, body, testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(art.Layers) != 3 || art.Ref.Generation != 2 {
+		t.Fatalf("artifact layers %v, generation %d", art.Layers, art.Ref.Generation)
+	}
+	// The spec blob before the layers, or left out, is refused.
+	for name, layers := range map[string][]ocispec.Descriptor{
+		"spec first": {m.Layers[2], m.Layers[0], m.Layers[1]},
+		"no spec":    m.Layers[:2],
+	} {
+		mm := m
+		mm.Layers = layers
+		b, err := json.Marshal(&mm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := ocispec.Descriptor{MediaType: desc.MediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+		if _, err := CheckArtifactManifest(src, d, b, testKey(t)); !errors.Is(err, ErrArtifactRefused) {
+			t.Errorf("%s: err = %v, want ErrArtifactRefused", name, err)
+		}
 	}
 }

@@ -24,13 +24,13 @@ func ArtifactImageName(run string) string { return "sandbox-resume.local/runs:" 
 // storedArtifact is the migration artifact of a run as storeArtifact wrote
 // it into the content store: the ref (opened without its signature: the
 // receiving host verifies it), the descriptors of the artifact manifest,
-// its config and its layer, the base image's platform manifest (the
-// subject), and the run lease that holds them.
+// its config and its layers (Payload of the ref), the base image's
+// platform manifest (the subject), and the run lease that holds them.
 type storedArtifact struct {
 	Ref      *snapshot.Ref
 	Manifest ocispec.Descriptor
 	Config   ocispec.Descriptor
-	Layer    ocispec.Descriptor
+	Layers   []ocispec.Descriptor
 	Base     ocispec.Descriptor
 	Lease    string
 }
@@ -44,23 +44,27 @@ type storedArtifact struct {
 //
 // refFile goes through snapshot.OpenRefUnsafe (parse, schema, integrity:
 // the receiving host checks the signature). Errors: the ref's
-// (*snapshot.OpenError); ErrSnapshotMissing when the rootfs diff is absent
-// or has another size; snapshot.ErrImageUnresolved when the base platform
+// (*snapshot.OpenError); ErrSnapshotMissing when a layer or the spec blob
+// is absent or has another size; snapshot.ErrImageUnresolved when the base platform
 // manifest is absent; the store's. Each names the digest.
 func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifact, error) {
 	ref, err := snapshot.OpenRefUnsafe(refFile)
 	if err != nil {
 		return nil, err
 	}
-	d := ref.RootfsDiff
-	size, err := s.BlobSize(ctx, d.Digest)
-	switch {
-	case errdefs.IsNotFound(err):
-		return nil, fmt.Errorf("run %s: rootfsDiff %s is not in the content store: %w", ref.Run, d.Digest, ErrSnapshotMissing)
-	case err != nil:
-		return nil, fmt.Errorf("run %s: rootfsDiff %s: %w", ref.Run, d.Digest, err)
-	case size != d.Size:
-		return nil, fmt.Errorf("run %s: rootfsDiff %s is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, size, d.Size, ErrSnapshotMissing)
+	payload := Payload(ref)
+	digests := make([]digest.Digest, len(payload))
+	for i, d := range payload {
+		digests[i] = d.Digest
+		size, err := s.BlobSize(ctx, d.Digest)
+		switch {
+		case errdefs.IsNotFound(err):
+			return nil, fmt.Errorf("run %s: blob %s (%s) is not in the content store: %w", ref.Run, d.Digest, d.MediaType, ErrSnapshotMissing)
+		case err != nil:
+			return nil, fmt.Errorf("run %s: blob %s: %w", ref.Run, d.Digest, err)
+		case size != d.Size:
+			return nil, fmt.Errorf("run %s: blob %s (%s) is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, d.MediaType, size, d.Size, ErrSnapshotMissing)
+		}
 	}
 	base, err := baseManifest(ctx, s, ref)
 	if err != nil {
@@ -83,16 +87,13 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifac
 	}
 	// The artifact manifest keeps its config and layer alive for whoever
 	// names it, as pulled images do.
-	if err := s.SetChildren(ctx, mdesc.Digest, cfg.Digest, d.Digest); err != nil {
+	if err := s.SetChildren(ctx, mdesc.Digest, append([]digest.Digest{cfg.Digest}, digests...)...); err != nil {
 		return nil, fmt.Errorf("artifact manifest %s: %w", mdesc.Digest, err)
 	}
-	if err := s.AddToLease(ctx, lease, d.Digest, base.Digest); err != nil {
+	if err := s.AddToLease(ctx, lease, append(digests, base.Digest)...); err != nil {
 		return nil, err
 	}
-	return &storedArtifact{
-		Ref: ref, Manifest: mdesc, Config: cfg, Base: base, Lease: lease,
-		Layer: ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size},
-	}, nil
+	return &storedArtifact{Ref: ref, Manifest: mdesc, Config: cfg, Base: base, Lease: lease, Layers: payload}, nil
 }
 
 // baseManifest returns the descriptor of the ref's base platform manifest
@@ -169,7 +170,7 @@ func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase 
 	}
 	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
 	entries := []ArchiveEntry{{Desc: art.Manifest, Name: ArtifactImageName(art.Ref.Run)}}
-	total := art.Manifest.Size + int64(len(refFile)) + art.Ref.RootfsDiff.Size
+	total := art.Manifest.Size + int64(len(refFile)) + payloadSize(art.Ref)
 	if withBase {
 		base, err := completeBase(ctx, s, art.Ref, art.Base)
 		if err != nil {

@@ -60,7 +60,8 @@ type ImportResult struct {
 // store's carry errdefs classes.
 //
 // A test can hold the process between steps with the environment variable
-// SANDBOX_RESUME_TEST_PAUSE_AT (internal/faultpoint; no effect when unset),
+// SANDBOX_RESUME_TEST_PAUSE_AT (internal/faultpoint: only in a binary built
+// with -tags faultpoint; no effect when unset),
 // to SIGKILL it in a known state (test/integration/fault_test.go):
 //
 //	import-scan       steps 1-2 done, nothing written to the store
@@ -118,7 +119,9 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 	want := map[digest.Digest]int64{
 		art.Manifest.Digest:           art.Manifest.Size,
 		digest.FromBytes(art.RefFile): int64(len(art.RefFile)),
-		art.Layer.Digest:              art.Layer.Size,
+	}
+	for _, l := range art.Layers {
+		want[l.Digest] = l.Size
 	}
 	for _, d := range art.Base {
 		want[d] = a.Blobs[d]
@@ -127,10 +130,13 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 		return nil, err
 	}
 	o.progress.Phase("verify diff", -1)
-	if err := verifyDiff(ctx, s, art.Ref.RootfsDiff); err != nil {
+	if err := verifyLayers(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
-	held := []digest.Digest{art.Manifest.Digest, digest.FromBytes(art.RefFile), art.Layer.Digest}
+	held := []digest.Digest{art.Manifest.Digest, digest.FromBytes(art.RefFile)}
+	for _, l := range art.Layers {
+		held = append(held, l.Digest)
+	}
 	held = append(held, art.Base...)
 	lease, err := holdRun(ctx, s, art.Ref, held...)
 	if err != nil {
@@ -189,14 +195,24 @@ func checkStored(ctx context.Context, s BlobReader, sizes map[digest.Digest]int6
 	return nil
 }
 
-// verifyDiff checks the rootfs diff blob that came with an archive or from
+// verifyLayers checks every layer of the ref with verifyDiff, in order.
+func verifyLayers(ctx context.Context, s BlobReader, ref *snapshot.Ref) error {
+	for i, l := range ref.Layers {
+		if err := verifyDiff(ctx, s, l); err != nil {
+			return fmt.Errorf("layers/%d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// verifyDiff checks a layer blob that came with an archive or from
 // a registry with snapshot.VerifyDiff: a mismatch wraps both
 // snapshot.ErrDiffCorrupt and ErrArtifactRefused (the artifact is
 // refused); an absent blob wraps errdefs.ErrNotFound.
-func verifyDiff(ctx context.Context, s BlobReader, d snapshot.Diff) error {
+func verifyDiff(ctx context.Context, s BlobReader, d snapshot.Layer) error {
 	blob, err := s.OpenBlob(ctx, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size})
 	if err != nil {
-		return fmt.Errorf("rootfsDiff %s: %w", d.Digest, err)
+		return fmt.Errorf("layer %s: %w", d.Digest, err)
 	}
 	defer blob.Close()
 	err = snapshot.VerifyDiff(blob, d)

@@ -24,13 +24,12 @@ import (
 // run is a suspended run in a memStore: its base image (manifest, config,
 // one layer), its zstd rootfs diff, and its ref file signed by key.
 type run struct {
-	store   *memStore
-	ref     *snapshot.Ref
-	file    []byte
-	trust   *envelope.KeyRing
-	diff    []byte
-	base    ocispec.Descriptor
-	baseRaw [][]byte
+	store *memStore
+	ref   *snapshot.Ref
+	file  []byte
+	trust *envelope.KeyRing
+	diff  []byte
+	base  ocispec.Descriptor
 }
 
 // newRun builds a run; edit may change the ref before it is signed.
@@ -61,7 +60,7 @@ func newRun(t *testing.T, edit func(*snapshot.Ref)) *run {
 	}
 	r.Base.ManifestDigest, r.Base.ConfigDigest, r.Base.IndexDigest = base.Digest, cfg.Digest, ""
 	r.Base.DiffIDs = []digest.Digest{layer.Digest}
-	r.RootfsDiff = snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(diff), Size: int64(len(diff)),
+	r.Layers[0] = snapshot.Layer{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(diff), Size: int64(len(diff)),
 		DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
 	if edit != nil {
 		edit(r)
@@ -97,7 +96,7 @@ func TestExportImport(t *testing.T) {
 	for _, withBase := range []bool{false, true} {
 		r := newRun(t, nil)
 		archive := r.exported(t, withBase)
-		if !r.store.leases[snapshot.RunLease(r.ref.Run)][r.ref.RootfsDiff.Digest] {
+		if !r.store.leases[snapshot.RunLease(r.ref.Run)][r.ref.Layers[0].Digest] {
 			t.Fatal("export: the run lease does not hold the diff")
 		}
 		dst := newMemStore()
@@ -109,7 +108,7 @@ func TestExportImport(t *testing.T) {
 			t.Fatalf("Import = %+v", res)
 		}
 		held := dst.leases[res.Lease]
-		if !held[r.ref.RootfsDiff.Digest] || !held[res.Artifact.Digest] || held[r.base.Digest] != withBase {
+		if !held[r.ref.Layers[0].Digest] || !held[res.Artifact.Digest] || held[r.base.Digest] != withBase {
 			t.Errorf("withBase %t: run lease holds %v", withBase, held)
 		}
 		if len(dst.leases) != 1 {
@@ -124,7 +123,7 @@ func TestExportImport(t *testing.T) {
 // verifier: ErrArtifactRefused and snapshot.ErrDiffCorrupt, nothing held,
 // the temporary lease's blobs collected.
 func TestImportRefusesCorruptDiff(t *testing.T) {
-	r := newRun(t, func(ref *snapshot.Ref) { ref.RootfsDiff.DiffID = digest.FromString("another tar") })
+	r := newRun(t, func(ref *snapshot.Ref) { ref.Layers[0].DiffID = digest.FromString("another tar") })
 	archive := r.exported(t, false)
 	dst := newMemStore()
 	_, err := Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
@@ -145,7 +144,7 @@ func TestImportRefusesCorruptDiff(t *testing.T) {
 // gone from the store cannot be exported.
 func TestExportRefusesMissingContent(t *testing.T) {
 	r := newRun(t, nil)
-	delete(r.store.blobs, r.ref.RootfsDiff.Digest)
+	delete(r.store.blobs, r.ref.Layers[0].Digest)
 	if _, err := Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, ErrSnapshotMissing) {
 		t.Errorf("no diff: %v, want ErrSnapshotMissing", err)
 	}
@@ -183,7 +182,7 @@ func TestPushPull(t *testing.T) {
 		t.Fatalf("Pull = %+v", res)
 	}
 	held := dst.leases[res.Lease]
-	if !held[r.ref.RootfsDiff.Digest] || !held[r.base.Digest] {
+	if !held[r.ref.Layers[0].Digest] || !held[r.base.Digest] {
 		t.Errorf("run lease holds %v", held)
 	}
 
@@ -191,18 +190,18 @@ func TestPushPull(t *testing.T) {
 	// transport's check stops them, nothing is held.
 	evil := newMemStore()
 	reg.local = evil
-	good := reg.remote.blobs[r.ref.RootfsDiff.Digest]
-	reg.remote.blobs[r.ref.RootfsDiff.Digest] = good[:len(good)-1]
+	good := reg.remote.blobs[r.ref.Layers[0].Digest]
+	reg.remote.blobs[r.ref.Layers[0].Digest] = good[:len(good)-1]
 	if _, err := Pull(context.Background(), evil, reg, target, r.trust); err == nil || len(evil.leases) != 0 {
 		t.Fatalf("Pull of a changed diff: %v, leases %v", err, evil.leases)
 	}
-	reg.remote.blobs[r.ref.RootfsDiff.Digest] = good
+	reg.remote.blobs[r.ref.Layers[0].Digest] = good
 }
 
 // TestPullRefusesCorruptDiff: a signed ref whose diffID is not its diff's
 // is refused by the layer verifier after the fetch, as import refuses it.
 func TestPullRefusesCorruptDiff(t *testing.T) {
-	r := newRun(t, func(ref *snapshot.Ref) { ref.RootfsDiff.UncompressedSize++ })
+	r := newRun(t, func(ref *snapshot.Ref) { ref.Layers[0].UncompressedSize++ })
 	reg := &memRegistry{remote: newMemStore(), local: r.store, tags: map[string]ocispec.Descriptor{}}
 	target, err := ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
 	if err != nil {

@@ -137,7 +137,7 @@ func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *Re
 		res.Base = append(res.Base, d.Digest.String())
 	}
 	ref := target.Repo + ":" + tag + "@" + art.Manifest.Digest.String()
-	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+art.Ref.RootfsDiff.Size)
+	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+payloadSize(art.Ref))
 	if err := reg.Push(ctx, ref, art.Manifest, o.progress); err != nil {
 		return nil, err
 	}
@@ -269,15 +269,18 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 	if _, err := s.WriteBlob(ctx, tmp, "pull-"+mdesc.Digest.Encoded(), mdesc.MediaType, body); err != nil {
 		return nil, err
 	}
-	o.progress.Phase("pull", art.Layer.Size)
-	if err := reg.FetchToStore(ctx, src, tmp, art.Layer, false, o.progress); err != nil {
-		return nil, fmt.Errorf("fetch %s layer %s: %w", src, art.Layer.Digest, err)
+	o.progress.Phase("pull", payloadSize(art.Ref))
+	held := []digest.Digest{mdesc.Digest, cfgDesc.Digest}
+	for _, l := range art.Layers {
+		if err := reg.FetchToStore(ctx, src, tmp, l, false, o.progress); err != nil {
+			return nil, fmt.Errorf("fetch %s layer %s: %w", src, l.Digest, err)
+		}
+		held = append(held, l.Digest)
 	}
 	o.progress.Phase("verify diff", -1)
-	if err := verifyDiff(ctx, s, art.Ref.RootfsDiff); err != nil {
+	if err := verifyLayers(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
-	held := []digest.Digest{mdesc.Digest, cfgDesc.Digest, art.Layer.Digest}
 
 	res := &PullResult{
 		Source: src, Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,

@@ -63,7 +63,11 @@ func latestRunRef(ctx context.Context, reg Registry, repo *RemoteRef, run string
 	return ParseRemoteRef(repo.Repo+":"+tag, false)
 }
 
-// generationOf is the generation a ref records: a /1 ref is generation 1
-// (docs/design.md "Moving runs"; a /2 ref's "generation" member is read
-// here once snapshot.Ref carries it).
-func generationOf(_ *snapshot.Ref) int { return 1 }
+// generationOf is the generation a ref records (docs/design.md "Moving
+// runs"): a /1 ref reads as generation 1.
+func generationOf(r *snapshot.Ref) int {
+	if r.Generation < 1 {
+		return 1
+	}
+	return int(r.Generation)
+}

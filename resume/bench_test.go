@@ -21,7 +21,7 @@ func BenchmarkDecideFake(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if v := resume.Decide(ctx, fx.facts, fx.claims, req); v.ExitCode != 0 {
+		if v := resume.Decide(ctx, fx.facts, fx.ledger, req); v.ExitCode != 0 {
 			b.Fatalf("exit %d", v.ExitCode)
 		}
 	}
@@ -45,7 +45,7 @@ func BenchmarkVerifyRefBulk(b *testing.B) {
 	files := make([][]byte, n)
 	for i := range files {
 		fx.ref.Run = fmt.Sprintf("run-%05d", i)
-		fx.ref.RootfsDiff.Size = int64(1000 + i)
+		fx.ref.Layers[0].Size = int64(1000 + i)
 		files[i] = mustSign(b, fx)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

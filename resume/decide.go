@@ -14,10 +14,11 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Request is the input of the resume decision (DESIGN "Resume decision").
+// Request is the input of the resume decision (docs/design.md "Resume decision").
 //
 // RefFile holds the SnapshotRef file's bytes exactly as read; RefSource names
 // it in messages (a path). Config holds the offered devcontainer.json bytes;
@@ -25,7 +26,9 @@ import (
 // (envmanifest.Options.Path). Lockfile is an explicit lockfile path
 // (--lockfile), "" to discover one beside ConfigPath. Trust holds the
 // trusted public keys (--trust). The host identity, and any --host-id
-// override, come from Facts.Host.
+// override, come from Facts.Host. TakeOver is --take-over: the claim takes a
+// live run from its holder, fencing it out (an operator's decision,
+// docs/design.md "The run ledger").
 type Request struct {
 	RefFile    []byte
 	RefSource  string
@@ -33,6 +36,7 @@ type Request struct {
 	ConfigPath string
 	Lockfile   string
 	Trust      *envelope.KeyRing
+	TakeOver   bool
 }
 
 // InputError is an input file of the decision that cannot be read (it
@@ -80,9 +84,12 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 	}, nil
 }
 
-// Decide runs the ten checks of DESIGN "Resume decision" in order and
+// Decide runs the checks of docs/design.md "Resume decision" in order and
 // returns the verdict; it changes nothing (the `resume --check` decision):
-// check 10 looks the claim up through claims and never creates one.
+// the claim check reads the run's record from l (Get) and predicts the
+// Claim transition with ledger.Apply, judging a resuming holder of this
+// host through facts; it never writes to the ledger. It checks the
+// container id DefaultContainerID(run).
 //
 // Every check is reported: "pass", "fail", or "skipped" after the first
 // failure, which decides Class and ExitCode. Refusals holds check 5's
@@ -90,7 +97,7 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // the recorded and the offered core whenever check 5 produced an offered
 // core (see DiffCores).
 //
-// Check 8 runs in DESIGN's order: the host platform must match
+// Check 8 runs in docs/design.md's order: the host platform must match
 // base.platform (else image-unresolved); base.manifestDigest with its
 // config and every layer must be present (Facts.MissingContent empty, else
 // image-unresolved); then a digest in core.image must be base.indexDigest
@@ -102,16 +109,17 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // passes; docs/design.md "Image metadata"), else image-metadata with the
 // label's refusals in Refusals.
 //
-// A fact that cannot be established (a Facts or Claims error other than
-// errdefs.ErrNotFound where "not found" is a refusal) fails its check with
-// ClassInternal (exit 1). Decide never returns nil.
+// A fact that cannot be established (a Facts or ledger error other than
+// errdefs.ErrNotFound where "not found" is a refusal; an unreachable or
+// locked ledger) fails its check with ClassInternal (exit 1). Decide never
+// returns nil.
 //
 // facts must not be nil. Once check 4 has verified the ref, the read-only
-// lookups of checks 7–10 (Host, ResolveImage, MissingContent, BlobSize,
-// ClaimHolder) are issued concurrently, so facts and claims must be safe for
-// concurrent use; their results are still evaluated in check order.
-func Decide(ctx context.Context, facts Facts, claims Claims, req Request) *Verdict {
-	s := &state{req: req, facts: facts, claims: claims}
+// lookups of checks 7–9 (Host, ResolveImage, MissingContent, ImageLabels,
+// BlobSize) are issued concurrently, so facts must be safe for concurrent
+// use; their results are still evaluated in check order.
+func Decide(ctx context.Context, facts Facts, l ledger.Ledger, req Request) *Verdict {
+	s := &state{req: req, facts: facts, ledger: l}
 	return s.run(ctx)
 }
 
@@ -150,6 +158,17 @@ func (s *state) run(ctx context.Context) *Verdict {
 	if v.Drift == nil {
 		v.Drift = []DriftEntry{}
 	}
+	if s.ref != nil {
+		v.Run, v.Generation = s.ref.Run, RefGeneration(s.ref)
+	}
+	if s.cc != nil {
+		v.Fence = s.cc.fence
+		if h := s.cc.takenOver; h != nil {
+			// Claim writes the fence + 1: the holder fenced out held the
+			// one before.
+			v.TakenOver = &TakenOver{Host: h.Host, Namespace: h.Namespace, Container: h.ID, Fence: s.cc.fence - 1}
+		}
+	}
 	if failed == "" {
 		v.Accepted = true
 		v.ExitCode = exitcode.OK
@@ -170,7 +189,7 @@ func failDetail(err error) string {
 type state struct {
 	req    Request
 	facts  Facts
-	claims Claims
+	ledger ledger.Ledger
 
 	opened   bool                // checks 1–4 ran (snapshot.OpenRef)
 	openErr  *snapshot.OpenError // the step that failed, or nil
@@ -179,17 +198,18 @@ type state struct {
 	refusals []envmanifest.Refusal
 	look     *lookups // started when check 4 passes
 
-	// Set by Resume only: check 10 then creates the claim.
+	hostID string      // this host's id (check 7)
+	cc     *claimCheck // what the claim check established and did
+
+	// Set by Resume only: the claim check then runs Claim.
 	mat         Materializer
 	containerID string
-	hostID      string
-	holder      Claim
 }
 
-// lookups are the daemon facts checks 7–10 need. They depend only on the
+// lookups are the daemon facts checks 7–9 need. They depend only on the
 // verified ref and change nothing, so they start together as soon as check
 // 4 passes: the decision then waits for the slowest lookup rather than for
-// their sum. Each check still evaluates its facts in DESIGN order, and a
+// their sum. Each check still evaluates its facts in docs/design.md order, and a
 // check skipped after a failure ignores what was looked up (run cancels the
 // outstanding calls when it returns).
 type lookups struct {
@@ -197,8 +217,7 @@ type lookups struct {
 	resolve *future[snapshot.Base] // nil when core.image carries a digest
 	labels  *future[map[string]string]
 	missing *future[[]digest.Digest]
-	blob    *future[int64]
-	claim   *future[*Claim] // nil without a claim store
+	blobs   []*future[int64] // the sizes of refBlobs(ref), in that order
 }
 
 // future is the result of one lookup running in its own goroutine.
@@ -222,27 +241,26 @@ func (f *future[T]) get() (T, error) {
 	return f.val, f.err
 }
 
-// startLookups starts the lookups of checks 7–10 for the verified ref.
+// startLookups starts the lookups of checks 7–9 for the verified ref.
 func (s *state) startLookups(ctx context.Context) {
 	ref := s.ref
 	l := &lookups{
 		host:    lookup(func() (snapshot.Host, error) { return s.facts.Host(ctx) }),
 		missing: lookup(func() ([]digest.Digest, error) { return s.facts.MissingContent(ctx, ref.Base.ManifestDigest) }),
 		labels:  lookup(func() (map[string]string, error) { return s.facts.ImageLabels(ctx, ref.Base.ConfigDigest) }),
-		blob:    lookup(func() (int64, error) { return s.facts.BlobSize(ctx, ref.RootfsDiff.Digest) }),
+	}
+	for _, b := range refBlobs(ref) {
+		l.blobs = append(l.blobs, lookup(func() (int64, error) { return s.facts.BlobSize(ctx, b.digest) }))
 	}
 	if named, err := reference.ParseNormalizedNamed(ref.Core.Image); err == nil {
 		if _, digested := named.(reference.Digested); !digested {
 			l.resolve = lookup(func() (snapshot.Base, error) { return s.facts.ResolveImage(ctx, ref.Core.Image) })
 		}
 	}
-	if s.claims != nil {
-		l.claim = lookup(func() (*Claim, error) { return s.claims.ClaimHolder(ctx, ref.Run) })
-	}
 	s.look = l
 }
 
-// steps are the ten checks in DESIGN order. Each returns a detail on pass,
+// steps are the ten checks in docs/design.md order. Each returns a detail on pass,
 // or an error: a *CheckError for a refusal, anything else is internal.
 var steps = []struct {
 	name string
@@ -518,39 +536,46 @@ func joinDigests(ds []digest.Digest) string {
 	return strings.Join(ss, ", ")
 }
 
-// 9 snapshot: the rootfsDiff blob is present with its digest and size.
-func (s *state) snapshot(ctx context.Context) (string, error) {
-	d := s.ref.RootfsDiff
-	size, err := s.look.blob.get()
-	switch {
-	case errdefs.IsNotFound(err):
-		return "", refuse(CheckSnapshot, ClassSnapshotMissing, fmt.Errorf("rootfsDiff %s is not in the content store: %w", d.Digest, err))
-	case err != nil:
-		return "", internal(CheckSnapshot, fmt.Errorf("rootfsDiff %s: %w", d.Digest, err))
-	case size != d.Size:
-		return "", refusef(CheckSnapshot, ClassSnapshotMissing,
-			"rootfsDiff %s is %d bytes in the content store, the ref records %d", d.Digest, size, d.Size)
-	}
-	return fmt.Sprintf("rootfsDiff %s present, %d bytes", d.Digest, size), nil
+// refBlob is one blob a ref records: where it is named (a JSON Pointer
+// into the ref), its digest and its size in bytes.
+type refBlob struct {
+	pointer string
+	digest  digest.Digest
+	size    int64
 }
 
-// 10 claim: no live claim exists for the run; none is created here.
-func (s *state) claim(ctx context.Context) (string, error) {
-	if s.claims == nil {
-		return "", internal(CheckClaim, errors.New("no claim store to consult"))
+// refBlobs lists the blobs check 9 looks for: every layer in order, then
+// the spec blob (a /1 ref has none).
+func refBlobs(ref *snapshot.Ref) []refBlob {
+	var out []refBlob
+	for i, l := range ref.Layers {
+		out = append(out, refBlob{fmt.Sprintf("/ref/layers/%d", i), l.Digest, l.Size})
 	}
-	if s.mat != nil {
-		return s.claimAndHold(ctx)
+	if ref.IsV1() && len(out) == 1 {
+		out[0].pointer = "/ref/rootfsDiff"
 	}
-	c, err := s.look.claim.get()
-	if err != nil {
-		return "", internal(CheckClaim, fmt.Errorf("claim of run %q: %w", s.ref.Run, err))
+	if ref.Spec != nil {
+		out = append(out, refBlob{"/ref/spec", ref.Spec.Digest, ref.Spec.Size})
 	}
-	switch {
-	case c == nil:
-		return fmt.Sprintf("no claim for run %q", s.ref.Run), nil
-	case c.Live():
-		return "", refusef(CheckClaim, ClassClaimConflict, "run %q is claimed: %s", s.ref.Run, c)
+	return out
+}
+
+// 9 snapshot: every blob of layers and the spec blob is present with its
+// digest and size.
+func (s *state) snapshot(ctx context.Context) (string, error) {
+	var present []string
+	for i, b := range refBlobs(s.ref) {
+		size, err := s.look.blobs[i].get()
+		switch {
+		case errdefs.IsNotFound(err):
+			return "", refuse(CheckSnapshot, ClassSnapshotMissing, fmt.Errorf("%s: blob %s is not in the content store: %w", b.pointer, b.digest, err))
+		case err != nil:
+			return "", internal(CheckSnapshot, fmt.Errorf("%s: blob %s: %w", b.pointer, b.digest, err))
+		case size != b.size:
+			return "", refusef(CheckSnapshot, ClassSnapshotMissing,
+				"%s: blob %s is %d bytes in the content store, the ref records %d", b.pointer, b.digest, size, b.size)
+		}
+		present = append(present, fmt.Sprintf("%s %s (%d bytes)", b.pointer, b.digest, size))
 	}
-	return fmt.Sprintf("stale claim of run %q (its container is absent and its process gone; it would be taken over): %s", s.ref.Run, c), nil
+	return strings.Join(present, ", ") + " present", nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -143,7 +144,7 @@ func TestDecideRefFile(t *testing.T) {
 		}, 2, resume.ClassBadInput, resume.CheckRefSchema, "/ref/pinned"},
 		{"signed ref of a newer schema", func() []byte {
 			inner := innerOf(t, fx)
-			inner["schema"] = "sandbox.snapshot-ref/2"
+			inner["schema"] = "sandbox.snapshot-ref/3"
 			return signInner(t, inner, fx.key)
 		}, 2, resume.ClassBadInput, resume.CheckRefSchema, "newer"},
 		{"manifest is not the address of core", func() []byte {
@@ -169,7 +170,7 @@ func TestDecideRefFile(t *testing.T) {
 			if tt.name == "one of two trusted entries fails" {
 				req.Trust = trust
 			}
-			v := resume.Decide(ctx, fx.facts, fx.claims, req)
+			v := resume.Decide(ctx, fx.facts, fx.ledger, req)
 			wantVerdict(t, v, tt.code, tt.class, tt.failAt)
 			if f := v.Failed(); f != nil && !strings.Contains(f.Detail, tt.detail) {
 				t.Errorf("detail %q does not mention %q", f.Detail, tt.detail)
@@ -187,7 +188,7 @@ func TestDecideRefFile(t *testing.T) {
 	}
 	req := fx.request(b)
 	req.Trust = trust
-	wantVerdict(t, resume.Decide(ctx, fx.facts, fx.claims, req), 0, "", "")
+	wantVerdict(t, resume.Decide(ctx, fx.facts, fx.ledger, req), 0, "", "")
 }
 
 func TestDecideOfferedIngest(t *testing.T) {
@@ -391,54 +392,15 @@ func TestDecideImage(t *testing.T) {
 
 func TestDecideSnapshot(t *testing.T) {
 	fx := newFixture(t, baseConfig)
-	fx.ref.RootfsDiff.Size++
+	fx.ref.Layers[0].Size++
 	v := fx.decide()
 	wantVerdict(t, v, 7, resume.ClassSnapshotMissing, resume.CheckSnapshot)
-	fx.ref.RootfsDiff.Size--
-	fx.facts.DeleteBlob(fx.ref.RootfsDiff.Digest)
+	fx.ref.Layers[0].Size--
+	fx.facts.DeleteBlob(fx.ref.Layers[0].Digest)
 	v = fx.decide()
 	wantVerdict(t, v, 7, resume.ClassSnapshotMissing, resume.CheckSnapshot)
-	if !strings.Contains(v.Failed().Detail, fx.ref.RootfsDiff.Digest.String()) {
+	if !strings.Contains(v.Failed().Detail, fx.ref.Layers[0].Digest.String()) {
 		t.Errorf("detail %q does not name the diff", v.Failed().Detail)
-	}
-}
-
-func TestDecideClaim(t *testing.T) {
-	holder := resume.Claim{Container: "demo-1-resumed", HostID: testHostID, PID: 4242, StartTime: "123", BootID: "b"}
-	for _, tt := range []struct {
-		name             string
-		container, alive bool
-		code             int
-		class            resume.Class
-		failAt           string
-	}{
-		{"container exists", true, false, 8, resume.ClassClaimConflict, resume.CheckClaim},
-		{"holder process alive", false, true, 8, resume.ClassClaimConflict, resume.CheckClaim},
-		{"both", true, true, 8, resume.ClassClaimConflict, resume.CheckClaim},
-		{"stale", false, false, 0, "", ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			fx := newFixture(t, baseConfig)
-			c := holder
-			c.ContainerExists, c.ProcessAlive = tt.container, tt.alive
-			fx.claims.SetClaim(testRun, c)
-			v := fx.decide()
-			wantVerdict(t, v, tt.code, tt.class, tt.failAt)
-			if d := v.Check(resume.CheckClaim).Detail; !strings.Contains(d, holder.Container) {
-				t.Errorf("claim detail %q does not name the holder's container", d)
-			}
-			// --check never creates or removes a claim.
-			got, err := fx.claims.ClaimHolder(context.Background(), testRun)
-			if err != nil || got == nil || got.Container != holder.Container {
-				t.Errorf("claim after decide: %v, %v", got, err)
-			}
-		})
-	}
-	fx := newFixture(t, baseConfig)
-	fx.claims.SetClaim("another-run", resume.Claim{ContainerExists: true})
-	wantVerdict(t, fx.decide(), 0, "", "")
-	if c, _ := fx.claims.ClaimHolder(context.Background(), testRun); c != nil {
-		t.Errorf("decide created a claim: %v", c)
 	}
 }
 
@@ -476,10 +438,14 @@ func (f failingFacts) BlobSize(ctx context.Context, d digest.Digest) (int64, err
 	return f.Facts.BlobSize(ctx, d)
 }
 
-type failingClaims struct{ err error }
+// failingLedger fails every call with a storage error.
+type failingLedger struct {
+	ledger.Ledger
+	err error
+}
 
-func (c failingClaims) ClaimHolder(context.Context, string) (*resume.Claim, error) {
-	return nil, c.err
+func (l failingLedger) Get(context.Context, string) (ledger.Record, error) {
+	return ledger.Record{}, l.err
 }
 
 func TestDecideInternal(t *testing.T) {
@@ -489,18 +455,18 @@ func TestDecideInternal(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		facts  resume.Facts
-		claims resume.Claims
+		ledger ledger.Ledger
 		failAt string
 	}{
-		{"host", failingFacts{Facts: fx.facts, host: unavailable}, fx.claims, resume.CheckHost},
-		{"resolve", failingFacts{Facts: fx.facts, resolve: unavailable}, fx.claims, resume.CheckImage},
-		{"missing", failingFacts{Facts: fx.facts, missing: unavailable}, fx.claims, resume.CheckImage},
-		{"blob", failingFacts{Facts: fx.facts, blob: unavailable}, fx.claims, resume.CheckSnapshot},
-		{"claims", fx.facts, failingClaims{unavailable}, resume.CheckClaim},
-		{"no claim store", fx.facts, nil, resume.CheckClaim},
+		{"host", failingFacts{Facts: fx.facts, host: unavailable}, fx.ledger, resume.CheckHost},
+		{"resolve", failingFacts{Facts: fx.facts, resolve: unavailable}, fx.ledger, resume.CheckImage},
+		{"missing", failingFacts{Facts: fx.facts, missing: unavailable}, fx.ledger, resume.CheckImage},
+		{"blob", failingFacts{Facts: fx.facts, blob: unavailable}, fx.ledger, resume.CheckSnapshot},
+		{"ledger", fx.facts, failingLedger{err: errors.New("ledger /x/ledger.db: ledger file locked by another process")}, resume.CheckClaim},
+		{"no ledger", fx.facts, nil, resume.CheckClaim},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			v := resume.Decide(ctx, tt.facts, tt.claims, fx.request(fx.signed()))
+			v := resume.Decide(ctx, tt.facts, tt.ledger, fx.request(fx.signed()))
 			wantVerdict(t, v, exitcode.Internal, resume.ClassInternal, tt.failAt)
 		})
 	}
@@ -515,7 +481,7 @@ func TestLoadRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantVerdict(t, resume.Decide(context.Background(), fx.facts, fx.claims, req), 0, "", "")
+	wantVerdict(t, resume.Decide(context.Background(), fx.facts, fx.ledger, req), 0, "", "")
 	for _, args := range [][4]string{
 		{ref + ".missing", cfg, "", pub},
 		{ref, cfg + ".missing", "", pub},

@@ -1,5 +1,5 @@
 // Package resume decides whether a suspended durable run may resume into the
-// same toolchain (DESIGN "Resume decision"), and reports why not.
+// same toolchain (docs/design.md "Resume decision"), and reports why not.
 //
 // # The decision
 //

@@ -16,7 +16,7 @@ import (
 )
 
 // DriftEntry is one member that differs between the recorded manifest core
-// (SnapshotRef.core) and the offered one (DESIGN "Resume decision": drift).
+// (SnapshotRef.core) and the offered one (docs/design.md "Resume decision": drift).
 //
 // Pointer is an RFC 6901 JSON Pointer into the recorded core when the member
 // exists there, else into the offered core. OfferedPointer is set only when
@@ -31,7 +31,7 @@ type DriftEntry struct {
 	Offered        json.RawMessage `json:"offered,omitempty"`
 }
 
-// DiffCores compares two manifest cores member by member (DESIGN "Resume
+// DiffCores compares two manifest cores member by member (docs/design.md "Resume
 // decision": drift): "image", "remoteUser" and "schema" as wholes,
 // "containerEnv" by key, "features" by identifier without tag or digest
 // (ghcr.io/devcontainers/features/node:1 and …/node@sha256:… are one
@@ -114,7 +114,7 @@ type differ struct {
 	entries []sided
 }
 
-// scalar reports a string member that differs; "" is absent (DESIGN:
+// scalar reports a string member that differs; "" is absent (docs/design.md:
 // empty and absent are the same in the core).
 func (d *differ) scalar(ptr, rv, ov string) {
 	if rv == ov {
@@ -175,7 +175,7 @@ func (d *differ) array(base string, nr, no int,
 }
 
 // featureKey is a feature identifier without its tag or digest, parsed with
-// distribution/reference (DESIGN: features by id without tag or digest).
+// distribution/reference (docs/design.md: features by id without tag or digest).
 // Tarball ("https://…") and local ("./…") identifiers, and anything that
 // does not parse, are keys as written.
 func featureKey(id string) string {

@@ -125,13 +125,16 @@ func TestVerdictJSON(t *testing.T) {
 			t.Errorf("%s = %s, want %s", k, m[k], want)
 		}
 	}
-	for _, k := range []string{"container", "notApplied"} {
+	for _, k := range []string{"container", "notApplied", "fence", "takenOver"} {
 		if _, ok := m[k]; ok {
 			t.Errorf("%s present in a --check verdict", k)
 		}
 	}
-	if len(m) != 6 {
-		t.Errorf("members %d, want 6: %s", len(m), b)
+	if string(m["run"]) != `"demo-1"` || string(m["generation"]) != "1" {
+		t.Errorf("run %s generation %s, want the verified ref's", m["run"], m["generation"])
+	}
+	if len(m) != 8 {
+		t.Errorf("members %d, want 8: %s", len(m), b)
 	}
 	var checks []map[string]string
 	if err := json.Unmarshal(m["checks"], &checks); err != nil {

@@ -5,11 +5,12 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // Facts is what the resume decision needs to know about the host it runs on
-// (DESIGN "Layout": the seams). runtime/containerd implements it against a
+// (docs/design.md "Layout": the seams). runtime/containerd implements it against a
 // daemon and resume/fake in memory; one conformance suite runs against both.
 //
 // Errors wrap the github.com/containerd/errdefs classes (errdefs.ErrNotFound
@@ -49,4 +50,53 @@ type Facts interface {
 	// PlatformMatches reports whether the host platform matches platform
 	// ("os/arch[/variant]") under platforms.OnlyStrict.
 	PlatformMatches(platform string) bool
+
+	// Namespace returns the containerd namespace the facts are about (the
+	// namespace of every container the claim check looks at, and of the
+	// ledger holder a resume names).
+	Namespace() string
+
+	// ContainerState returns what the claim check needs to know about
+	// container id in this namespace: its labels and whether it has a
+	// running task; nil (and no error) when it does not exist.
+	ContainerState(ctx context.Context, id string) (*ContainerState, error)
+
+	// ResumerAlive reports whether the resumer process a resuming holder
+	// names (h.PID, h.Start, h.Boot) still runs on this machine
+	// (runtime/containerd: ProcessAlive). It is only asked about holders
+	// of this host.
+	ResumerAlive(h ledger.Holder) bool
+
+	// LegacyClaim returns the claim lease of the previous release
+	// ("sandbox-resume.claim/<run>", snapshot.ClaimLease) and the
+	// container its labels name, or nil when there is none (docs/design.md
+	// "The run ledger": the upgrade rule).
+	LegacyClaim(ctx context.Context, run string) (*LegacyClaim, error)
 }
+
+// ContainerState is what Facts.ContainerState reports about an existing
+// container.
+type ContainerState struct {
+	// ID is the container id.
+	ID string
+	// Labels are the container's labels.
+	Labels map[string]string
+	// Running is true when the container has a task that is running or
+	// paused (any task status but stopped).
+	Running bool
+}
+
+// LegacyClaim is a claim lease of the previous release (`/1`): the lease id
+// and the container its label io.sandbox-resume.claim.container names
+// ("" when the label is absent).
+type LegacyClaim struct {
+	// Lease is the lease id, snapshot.ClaimLease(run).
+	Lease string
+	// Container is the container id the lease's holder created or was
+	// about to create.
+	Container string
+}
+
+// LabelLegacyClaimContainer is the label of a `/1` claim lease naming the
+// container its holder created.
+const LabelLegacyClaimContainer = snapshot.LabelPrefix + "claim.container"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -48,7 +49,7 @@ const (
 type fixture struct {
 	t      testing.TB
 	facts  *fake.Facts
-	claims *fake.Claims
+	ledger *lfake.Ledger
 	key    ed25519.PrivateKey
 	trust  *envelope.KeyRing
 	ref    snapshot.Ref
@@ -100,7 +101,7 @@ func newFixture(t testing.TB, config string) *fixture {
 	fx := &fixture{
 		t:      t,
 		facts:  facts,
-		claims: fake.NewClaims(),
+		ledger: lfake.New(),
 		key:    testKey("a"),
 		dir:    t.TempDir(),
 		config: config,
@@ -121,22 +122,26 @@ func newFixture(t testing.TB, config string) *fixture {
 		t.Fatal(err)
 	}
 	diff := []byte("zstd rootfs diff of " + testRun)
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
 	fx.ref = snapshot.Ref{
-		Schema:   snapshot.RefSchema,
-		Run:      testRun,
-		Manifest: m.Address,
-		Core:     m.Core,
-		Pinned:   m.Core.IsPinned(),
-		Policy:   []string{},
-		Host:     testHost(),
-		Base:     base,
-		RootfsDiff: snapshot.Diff{
+		Schema:     snapshot.RefSchema,
+		Run:        testRun,
+		Generation: 1,
+		Manifest:   m.Address,
+		Core:       m.Core,
+		Pinned:     m.Core.IsPinned(),
+		Policy:     []string{},
+		Host:       testHost(),
+		Base:       base,
+		Layers: []snapshot.Layer{{
 			MediaType:        ocispec.MediaTypeImageLayerZstd,
 			Digest:           facts.PutBlob(diff),
 			Size:             int64(len(diff)),
 			DiffID:           digest.FromString("uncompressed diff"),
 			UncompressedSize: 4096,
-		},
+		}},
+		Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: facts.PutBlob(spec), Size: int64(len(spec))},
+		Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"},
 		Created: "2026-11-30T17:00:00Z",
 	}
 	return fx
@@ -165,10 +170,10 @@ func (fx *fixture) request(refFile []byte) resume.Request {
 	}
 }
 
-// decide signs fx.ref and decides with fx's facts and claims.
+// decide signs fx.ref and decides with fx's facts and ledger.
 func (fx *fixture) decide() *resume.Verdict {
 	fx.t.Helper()
-	return resume.Decide(context.Background(), fx.facts, fx.claims, fx.request(fx.signed()))
+	return resume.Decide(context.Background(), fx.facts, fx.ledger, fx.request(fx.signed()))
 }
 
 // writeFile writes a file into the config's folder.

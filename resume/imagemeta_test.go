@@ -200,7 +200,7 @@ func TestImageMetadataUnreadable(t *testing.T) {
 	} {
 		fx := newFixture(t, baseConfig)
 		labelImage(t, fx, testimage.MetadataCases[4].Labels())
-		v := resume.Decide(context.Background(), labelFacts{fx.facts, tc.err}, fx.claims, fx.request(fx.signed()))
+		v := resume.Decide(context.Background(), labelFacts{fx.facts, tc.err}, fx.ledger, fx.request(fx.signed()))
 		wantVerdict(t, v, tc.code, tc.class, resume.CheckImage)
 	}
 }

@@ -4,88 +4,96 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// ContainerSpec is what Materializer.CreateContainer makes (DESIGN
-// "Materialize, claim, run lifecycle").
+// ContainerSpec is what Materializer.CreateContainer makes (docs/design.md
+// "Materialize").
 //
 // ID is the container id and its snapshot key; Run and Manifest become the
-// container labels snapshot.LabelRun and snapshot.LabelManifest; Base is the
-// verified ref's base image (its ManifestDigest names the layers applied,
-// DiffIDs their uncompressed digests, ConfigDigest the image config the
-// spec starts from); Diff is the verified rootfs diff applied on top; Env
-// holds "KEY=VALUE" entries added to the image config's environment (the
-// containerEnv entries whose values hold no "${"), sorted by key.
+// container labels snapshot.LabelRun and snapshot.LabelManifest,
+// Generation, Ref and Fence the labels snapshot.LabelGeneration (the
+// generation resumed), snapshot.LabelRef (the digest of its ref file) and
+// snapshot.LabelFence (the token the ledger's Claim issued), all decimal
+// or as the digest's string; Base is the verified ref's base image (its
+// ManifestDigest names the layers applied, DiffIDs their uncompressed
+// digests, ConfigDigest the image config the spec starts from); Layers are
+// the verified ref's layers, applied on top in order (oldest first; a
+// generation-1 ref has one); Env holds "KEY=VALUE" entries added
+// to the image config's environment (the containerEnv entries whose values
+// hold no "${"), sorted by key.
 type ContainerSpec struct {
-	ID       string
-	Run      string
-	Manifest string
-	Base     snapshot.Base
-	Diff     snapshot.Diff
-	Env      []string
+	ID         string
+	Run        string
+	Manifest   string
+	Generation uint64
+	Ref        digest.Digest
+	Fence      uint64
+	Base       snapshot.Base
+	Layers     []snapshot.Layer
+	Env        []string
 }
 
-// Materializer claims a run and brings its file system back as a new
-// container (DESIGN "Materialize, claim, run lifecycle"). runtime/containerd
-// implements it against a daemon (claim = the lease
-// "sandbox-resume.claim/<run>", whose creation is atomic) and resume/fake in
-// memory; resume/materializertest is the conformance suite for both.
+// Labels returns the incarnation's labels: run, manifest, generation, ref
+// and fence (docs/design.md "Materialize").
+func (c ContainerSpec) Labels() map[string]string {
+	return map[string]string{
+		snapshot.LabelRun:        c.Run,
+		snapshot.LabelManifest:   c.Manifest,
+		snapshot.LabelGeneration: strconv.FormatUint(c.Generation, 10),
+		snapshot.LabelRef:        c.Ref.String(),
+		snapshot.LabelFence:      strconv.FormatUint(c.Fence, 10),
+	}
+}
+
+// Materializer brings a claimed run's file system back as a new container
+// (docs/design.md "Materialize"). It holds no claim: exclusivity is the run
+// ledger's. runtime/containerd implements it against a daemon and
+// resume/fake in memory; resume/materializertest is the conformance suite
+// for both.
 //
 // Errors carry github.com/containerd/errdefs classes and name the lease,
 // digest or container they concern.
 type Materializer interface {
-	// CreateClaim creates run's claim lease atomically with holder's labels
-	// (the LabelClaim* constants; holder.Lease is ignored). It fails with
-	// errdefs.ErrAlreadyExists when the lease exists, whoever holds it.
-	CreateClaim(ctx context.Context, run string, holder Claim) error
+	// StoreRef stores a ref file's bytes as a blob under run's run lease
+	// (snapshot.RunLease; created when missing), so the incarnation's ref
+	// label resolves on this host. Storing bytes already stored is no
+	// error.
+	StoreRef(ctx context.Context, run string, ref []byte) error
 
-	// TakeOverClaim replaces run's claim, which the caller found stale
-	// (stale.Live() false), by holder's: it deletes the lease only while its
-	// labels still name stale's holder, synchronously (what the stale holder
-	// had made under it is collected), then creates it as CreateClaim does.
-	// Two callers taking over the same stale claim: at most one succeeds,
-	// the other gets errdefs.ErrAlreadyExists (a lost race), as does a
-	// caller that finds the lease now names another holder.
-	TakeOverClaim(ctx context.Context, run string, stale *Claim, holder Claim) error
-
-	// ReleaseClaim deletes run's claim lease synchronously if its labels
-	// name holder's container, pid and start time; otherwise (or when it is
-	// absent) it does nothing and returns nil.
-	ReleaseClaim(ctx context.Context, run string, holder Claim) error
-
-	// CheckDiff reads the stored rootfs diff blob with snapshot.VerifyDiff,
+	// CheckDiff reads a stored layer blob of the ref with snapshot.VerifyDiff,
 	// the one layer verifier (size, digest, and a decompression bounded by
 	// d.UncompressedSize with sha256 d.DiffID). A mismatch wraps
 	// snapshot.ErrDiffCorrupt and names both digests; an absent blob wraps
 	// errdefs.ErrNotFound.
-	CheckDiff(ctx context.Context, d snapshot.Diff) error
+	CheckDiff(ctx context.Context, d snapshot.Layer) error
 
-	// ContainerExists reports whether a container with this id exists (in
-	// this namespace).
-	ContainerExists(ctx context.Context, id string) (bool, error)
-
-	// CreateContainer applies the base layers and spec.Diff (containerd:
-	// rootfs.ApplyLayers under run's claim lease), prepares the snapshot
+	// CreateContainer applies the base layers and spec.Layers (containerd:
+	// rootfs.ApplyLayers under a short-lived lease), prepares the snapshot
 	// spec.ID on the host's default snapshotter and creates the container
 	// spec.ID (spec from the base image config plus spec.Env; runtime
-	// io.containerd.runc.v2; labels run and manifest). On error no
-	// container spec.ID was created by this call. An existing container id
-	// is errdefs.ErrAlreadyExists; a failed diffID check while applying
-	// wraps snapshot.ErrDiffCorrupt; missing base content
-	// errdefs.ErrNotFound.
+	// io.containerd.runc.v2; labels spec.Labels()). On error no container
+	// spec.ID was created by this call. An existing container id is
+	// errdefs.ErrAlreadyExists; a failed diffID check while applying wraps
+	// snapshot.ErrDiffCorrupt; missing base content errdefs.ErrNotFound.
 	CreateContainer(ctx context.Context, spec ContainerSpec) error
+
+	// DeleteContainer deletes container id with its task (killed first)
+	// and its snapshot (key id): a fenced-out or replaced incarnation.
+	// A container that does not exist is no error.
+	DeleteContainer(ctx context.Context, id string) error
 
 	// StartTask creates and starts the container's task detached (its
 	// output discarded) and returns the task's pid. A container that does
@@ -103,7 +111,7 @@ type ResumeOptions struct {
 }
 
 // DefaultContainerID is the id of a resumed container when --container is
-// not given: "<run>-resumed" (DESIGN "Materialize").
+// not given: "<run>-resumed" (docs/design.md "Materialize").
 func DefaultContainerID(run string) string { return run + "-resumed" }
 
 // containerIDRE is containerd's identifier grammar (pkg/identifiers).
@@ -116,44 +124,6 @@ func ValidContainerID(id string) bool { return len(id) <= 76 && containerIDRE.Ma
 // CheckMaterialize names the verdict's "materialize" member (present only
 // when Resume materialized or tried to).
 const CheckMaterialize = "materialize"
-
-// Holder returns the claim holder this process is: container id, host id,
-// os.Getpid(), its start time (ProcessStartTime) and boot id (BootID).
-// Errors are those of reading /proc.
-func Holder(container, hostID string) (Claim, error) {
-	pid := os.Getpid()
-	start, err := ProcessStartTime(pid)
-	if err != nil {
-		return Claim{}, fmt.Errorf("claim holder: %w", err)
-	}
-	boot, err := BootID()
-	if err != nil {
-		return Claim{}, fmt.Errorf("claim holder: %w", err)
-	}
-	return Claim{Container: container, HostID: hostID, PID: pid, StartTime: start, BootID: boot}, nil
-}
-
-// ClaimLabels returns the lease labels naming holder (the LabelClaim*
-// constants); the host label is omitted when HostID is empty.
-func ClaimLabels(holder Claim) map[string]string {
-	l := map[string]string{
-		LabelClaimContainer: holder.Container,
-		LabelClaimPID:       strconv.Itoa(holder.PID),
-		LabelClaimStart:     holder.StartTime,
-		LabelClaimBoot:      holder.BootID,
-	}
-	if holder.HostID != "" {
-		l[LabelClaimHost] = holder.HostID
-	}
-	return l
-}
-
-// SameHolder reports whether a and b name the same holder: container, host,
-// pid, start time and boot id.
-func SameHolder(a, b *Claim) bool {
-	return a.Container == b.Container && a.HostID == b.HostID && a.PID == b.PID &&
-		a.StartTime == b.StartTime && a.BootID == b.BootID
-}
 
 // ContainerEnv splits a core's containerEnv into the entries resume applies
 // ("KEY=VALUE", sorted by key) and the JSON Pointers of those it does not
@@ -176,7 +146,7 @@ func ContainerEnv(core *envmanifest.Core) (env, notApplied []string) {
 }
 
 // NotApplied lists, as JSON Pointers into the recorded core, what a v1
-// resume does not apply to the container (DESIGN "Materialize"): every
+// resume does not apply to the container (docs/design.md "Materialize"): every
 // mount, remoteUser, and containerEnv values holding "${…}". Nil when
 // everything applies.
 func NotApplied(core *envmanifest.Core) []string {
@@ -190,149 +160,174 @@ func NotApplied(core *envmanifest.Core) []string {
 	return out
 }
 
-// Resume is `resume` without --check (DESIGN "Resume decision",
-// "Materialize, claim, run lifecycle"): checks 1–9 as Decide runs them,
-// then check 10 creates the run's claim lease (m.CreateClaim, or
-// m.TakeOverClaim of a stale one) naming this process as holder of the
-// container opt.Container (default DefaultContainerID), then materializes:
-// the container id must not exist (else claim-conflict, 8), the diff is
-// verified (m.CheckDiff: a mismatch or an absent blob is
-// snapshot-missing, 7), the container is created (m.CreateContainer) and,
-// with opt.Start, its task started (m.StartTask; Pid in the verdict).
+// Resume is `resume` without --check (docs/design.md "Resume decision",
+// "Materialize"): the checks as Decide runs them, except that the claim
+// check runs the ledger's Claim transition for this process and the
+// container opt.Container (default DefaultContainerID) — after deleting
+// nothing: the claim is made first — then deletes the container of the
+// holder the claim replaced (a gone resumer's, or with Request.TakeOver a
+// live holder's, when it is on this host and namespace), and stores the
+// ref file's bytes under the run lease (m.StoreRef). Then it materializes:
+// the diff is verified (m.CheckDiff: a mismatch or an absent blob is
+// snapshot-missing, 7), the container is created with the labels run,
+// manifest, generation, ref and fence (m.CreateContainer), and the claim
+// goes Live with it. With opt.Start its task is started (m.StartTask; Pid
+// in the verdict; a task that fails to start is exit 1 and the incarnation
+// stays live).
 //
-// The claim is released (m.ReleaseClaim) when materialization fails before
-// the container exists; after the container exists it stays, so a second
-// resume of the run is 8 naming the holder. The verdict's Materialize
-// member reports the outcome; Container and NotApplied are set once the
-// container exists. A daemon error is class internal (exit 1).
+// A failure before the container exists releases the claim (the record
+// returns to suspended at this generation). A claim found lost before Live
+// (its Lost channel closed), or a Live the ledger refuses (the run was
+// taken over or discarded meanwhile), deletes the container: claim-conflict
+// (8), and the fenced-out resumer leaves nothing behind. A Live whose
+// outcome is unknown (a storage error) reads the record back: live with
+// this fence and this container — the incarnation stands; anything else
+// deletes the container (8; 1 when the record cannot be read).
 //
-// Fault points (internal/faultpoint, test-only: with
-// SANDBOX_RESUME_TEST_PAUSE_AT=<step> the process reports the step on
-// stderr and holds there so that a test can SIGKILL it; no effect when
-// unset), in order — runtime/containerd/materialize.go adds the steps
+// The verdict carries Run, Generation, Fence (the claim's token) and, for a
+// take-over, TakenOver; its Materialize member reports materialization;
+// Container and NotApplied are set once the container exists and stands.
+//
+// Fault points (internal/faultpoint, test-only: in a binary built with
+// -tags faultpoint and SANDBOX_RESUME_TEST_PAUSE_AT=<step> the process
+// reports the step on stderr and holds there so that a test can SIGKILL
+// it; no effect when unset, and none at all without the tag), in order — runtime/containerd/materialize.go adds the steps
 // marked (rt):
 //
-//	resume-takeover    (rt) the takeover lock lease exists, the stale claim is not yet replaced
-//	resume-claimed     the claim lease names this process, nothing made under it
+//	resume-judged      the claim check passed, the Claim transition not yet run
+//	resume-claimed     the record is resuming with this process as holder, no container
 //	resume-diffchecked the rootfs diff is verified, nothing applied
-//	resume-applied     (rt) base layers and diff applied under the claim lease, no snapshot spec.ID
-//	resume-prepared    (rt) snapshot spec.ID prepared under the claim lease, no container
-//	resume-created     the container exists, no task
+//	resume-applied     (rt) base layers and diff applied, no snapshot spec.ID
+//	resume-prepared    (rt) snapshot spec.ID prepared, no container
+//	resume-created     the container exists, the record still resuming
+//	resume-live        the record is live with the container, no task
 //	resume-task        (rt) the task is created, not started (--start)
 //	resume-started     the task is started (--start), no verdict printed
-func Resume(ctx context.Context, facts Facts, claims Claims, m Materializer, req Request, opt ResumeOptions) *Verdict {
-	s := &state{req: req, facts: facts, claims: claims, mat: m, containerID: opt.Container}
+func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, req Request, opt ResumeOptions) *Verdict {
+	s := &state{req: req, facts: facts, ledger: l, mat: m, containerID: opt.Container}
 	v := s.run(ctx)
 	if !v.Accepted {
 		return v
 	}
 	faultpoint.Reach("resume-claimed")
+	cc := s.cc
 	spec := ContainerSpec{
-		ID: s.containerID, Run: s.ref.Run, Manifest: s.ref.Manifest,
-		Base: s.ref.Base, Diff: s.ref.RootfsDiff,
+		ID: cc.target.ID, Run: cc.run, Manifest: s.ref.Manifest,
+		Generation: cc.gen, Ref: cc.ref, Fence: cc.fence,
+		Base: s.ref.Base, Layers: s.ref.Layers,
 	}
 	spec.Env, _ = ContainerEnv(&s.ref.Core)
-	detail, class, created, err := materialize(ctx, m, spec)
-	if err != nil && !created {
-		if rerr := m.ReleaseClaim(context.WithoutCancel(ctx), s.ref.Run, s.holder); rerr != nil {
-			err = fmt.Errorf("%w (and releasing the claim failed: %v)", err, rerr)
-		} else {
-			err = fmt.Errorf("%w; claim %s released", err, snapshot.ClaimLease(s.ref.Run))
-		}
-	}
-	if created {
-		v.Container = spec.ID
-		v.NotApplied = NotApplied(&s.ref.Core)
-		faultpoint.Reach("resume-created")
-	}
-	if err == nil && opt.Start {
-		pid, serr := m.StartTask(ctx, spec.ID)
-		if serr != nil {
-			err, class = fmt.Errorf("container %s created; start its task: %w", spec.ID, serr), ClassInternal
-		} else {
-			v.Pid = pid
-			detail += fmt.Sprintf("; task started, pid %d", pid)
-			faultpoint.Reach("resume-started")
-		}
-	}
-	if err != nil {
+	fail := func(class Class, err error) *Verdict {
 		v.Accepted, v.Class, v.ExitCode = false, class, class.Code()
 		v.Materialize = &CheckResult{Name: CheckMaterialize, Result: ResultFail, Detail: err.Error()}
 		return v
+	}
+
+	detail, class, err := materialize(ctx, m, spec)
+	if err != nil {
+		if ce := checkError(s.releaseAfter(ctx, err)); ce != nil {
+			err = ce.Err
+		}
+		return fail(class, err)
+	}
+	faultpoint.Reach("resume-created")
+
+	if err := s.live(ctx); err != nil {
+		class := ClassInternal
+		if ce := checkError(err); ce != nil {
+			class, err = ce.Class, ce.Err
+		}
+		if derr := m.DeleteContainer(context.WithoutCancel(ctx), spec.ID); derr != nil {
+			err = fmt.Errorf("%w; deleting container %s failed: %v", err, spec.ID, derr)
+		} else {
+			err = fmt.Errorf("%w; container %s deleted", err, spec.ID)
+		}
+		return fail(class, err)
+	}
+	faultpoint.Reach("resume-live")
+	detail += fmt.Sprintf("; live with fence %d", cc.fence)
+	v.Container = spec.ID
+	v.NotApplied = NotApplied(&s.ref.Core)
+
+	if opt.Start {
+		pid, serr := m.StartTask(ctx, spec.ID)
+		if serr != nil {
+			return fail(ClassInternal, fmt.Errorf("%s; container %s stays live (it can be started, suspended or taken over); start its task: %w", detail, spec.ID, serr))
+		}
+		v.Pid = pid
+		detail += fmt.Sprintf("; task started, pid %d", pid)
+		faultpoint.Reach("resume-started")
 	}
 	v.Materialize = &CheckResult{Name: CheckMaterialize, Result: ResultPass, Detail: detail}
 	return v
 }
 
-// materialize runs the steps after the claim; created reports whether the
-// container exists (made by this call) when err is not nil.
-func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detail string, class Class, created bool, err error) {
-	exists, err := m.ContainerExists(ctx, spec.ID)
-	switch {
-	case err != nil:
-		return "", ClassInternal, false, fmt.Errorf("container %s: %w", spec.ID, err)
-	case exists:
-		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another container id)", spec.ID)
+// live takes the claim Live with the created container (docs/design.md
+// "Materialize"). A *CheckError of class claim-conflict means the claim was
+// lost; any other error that the outcome is unknown.
+func (s *state) live(ctx context.Context) error {
+	cc := s.cc
+	lost := func(err error) error {
+		return &CheckError{Check: CheckMaterialize, Class: ClassClaimConflict, Err: err}
 	}
-	err = m.CheckDiff(ctx, spec.Diff)
+	select {
+	case <-cc.claim.Lost():
+		return lost(fmt.Errorf("the claim of run %q (fence %d) was lost before it went live: another resumer took the run, or it was discarded", cc.run, cc.fence))
+	default:
+	}
+	_, err := cc.claim.Live(ctx, cc.target)
+	if err == nil {
+		return nil
+	}
+	if class, ok := ledgerClass(err); ok {
+		return &CheckError{Check: CheckMaterialize, Class: class, Err: fmt.Errorf("the claim was lost (fenced out): %w", err)}
+	}
+	// Unknown outcome: read the record back.
+	rec, gerr := s.ledger.Get(context.WithoutCancel(ctx), cc.run)
 	switch {
-	case errors.Is(err, snapshot.ErrDiffCorrupt), errdefs.IsNotFound(err):
-		return "", ClassSnapshotMissing, false, err
-	case err != nil:
-		return "", ClassInternal, false, fmt.Errorf("verify rootfsDiff %s: %w", spec.Diff.Digest, err)
+	case gerr != nil:
+		return fmt.Errorf("run ledger: live of run %q (fence %d): %w; reading the record back: %v", cc.run, cc.fence, err, gerr)
+	case rec.State == ledger.StateLive && rec.Fence == cc.fence && rec.Holder != nil && rec.Holder.Container == cc.target:
+		return nil
+	}
+	return lost(fmt.Errorf("run ledger: live of run %q (fence %d): %w; the record read back is %s", cc.run, cc.fence, err, rec))
+}
+
+// materialize verifies the diff and creates the container. class is the
+// verdict class of err.
+func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detail string, class Class, err error) {
+	var size, uncompressed int64
+	for i, l := range spec.Layers {
+		err = m.CheckDiff(ctx, l)
+		switch {
+		case errors.Is(err, snapshot.ErrDiffCorrupt), errdefs.IsNotFound(err):
+			return "", ClassSnapshotMissing, fmt.Errorf("layers/%d: %w", i, err)
+		case err != nil:
+			return "", ClassInternal, fmt.Errorf("verify layers/%d %s: %w", i, l.Digest, err)
+		}
+		size, uncompressed = size+l.Size, uncompressed+l.UncompressedSize
 	}
 	faultpoint.Reach("resume-diffchecked")
 	err = m.CreateContainer(ctx, spec)
 	switch {
 	case errdefs.IsAlreadyExists(err):
-		return "", ClassClaimConflict, false, fmt.Errorf("container id %s already exists (choose another container id): %w", spec.ID, err)
+		return "", ClassClaimConflict, fmt.Errorf("container id %s already exists (choose another container id): %w", spec.ID, err)
 	case errors.Is(err, snapshot.ErrDiffCorrupt):
-		return "", ClassSnapshotMissing, false, err
+		return "", ClassSnapshotMissing, err
 	case errdefs.IsNotFound(err):
-		return "", ClassImageUnresolved, false, fmt.Errorf("create container %s: %w", spec.ID, err)
+		return "", ClassImageUnresolved, fmt.Errorf("create container %s: %w", spec.ID, err)
 	case err != nil:
-		return "", ClassInternal, false, fmt.Errorf("create container %s: %w", spec.ID, err)
+		return "", ClassInternal, fmt.Errorf("create container %s: %w", spec.ID, err)
 	}
-	return fmt.Sprintf("rootfsDiff %s verified (%d bytes, diffID %s, %d bytes uncompressed); base %s + diff applied; container %s created",
-		spec.Diff.Digest, spec.Diff.Size, spec.Diff.DiffID, spec.Diff.UncompressedSize, spec.Base.ManifestDigest, spec.ID), "", true, nil
+	return fmt.Sprintf("%s verified (%d bytes, %d bytes uncompressed); base %s + %s applied; container %s created",
+		layersWord(spec.Layers), size, uncompressed, spec.Base.ManifestDigest, layersWord(spec.Layers), spec.ID), "", nil
 }
 
-// claimAndHold is check 10 without --check: create the claim, or take over
-// a stale one.
-func (s *state) claimAndHold(ctx context.Context) (string, error) {
-	run := s.ref.Run
-	if s.containerID == "" {
-		s.containerID = DefaultContainerID(run)
+// layersWord names a ref's layers in a detail: the one layer's digest, or
+// how many there are.
+func layersWord(ls []snapshot.Layer) string {
+	if len(ls) == 1 {
+		return fmt.Sprintf("layer %s (diffID %s)", ls[0].Digest, ls[0].DiffID)
 	}
-	holder, err := Holder(s.containerID, s.hostID)
-	if err != nil {
-		return "", internal(CheckClaim, err)
-	}
-	holder.Lease = snapshot.ClaimLease(run)
-	s.holder = holder
-	c, err := s.claims.ClaimHolder(ctx, run)
-	if err != nil {
-		return "", internal(CheckClaim, fmt.Errorf("claim of run %q: %w", run, err))
-	}
-	took := ""
-	switch {
-	case c == nil:
-		err = s.mat.CreateClaim(ctx, run, holder)
-	case c.Live():
-		return "", refusef(CheckClaim, ClassClaimConflict, "run %q is claimed: %s", run, c)
-	default:
-		err = s.mat.TakeOverClaim(ctx, run, c, holder)
-		took = fmt.Sprintf(" (took over the stale %s)", c)
-	}
-	if errdefs.IsAlreadyExists(err) {
-		// Lost a race: name the winner.
-		if now, herr := s.claims.ClaimHolder(ctx, run); herr == nil && now != nil {
-			return "", refusef(CheckClaim, ClassClaimConflict, "run %q is claimed: %s", run, now)
-		}
-		return "", refuse(CheckClaim, ClassClaimConflict, fmt.Errorf("run %q: claim lost to a concurrent resume: %w", run, err))
-	}
-	if err != nil {
-		return "", internal(CheckClaim, fmt.Errorf("claim run %q: %w", run, err))
-	}
-	return fmt.Sprintf("claimed run %q%s: %s", run, took, &holder), nil
+	return fmt.Sprintf("%d layers", len(ls))
 }

@@ -2,15 +2,18 @@ package resume_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // materializable is a fixture whose rootfs diff is a real zstd layer.
@@ -19,12 +22,22 @@ func materializable(t *testing.T, config string) (*fixture, *fake.Materializer) 
 	fx := newFixture(t, config)
 	blob, d := materializertest.Diff(t, map[string]string{"data.txt": "hello\n"})
 	fx.facts.PutBlob(blob)
-	fx.ref.RootfsDiff = d
-	return fx, fake.NewMaterializer(fx.facts, fx.claims)
+	fx.ref.Layers[0] = d
+	return fx, fake.NewMaterializer(fx.facts)
 }
 
 func resumeWith(fx *fixture, m resume.Materializer, opt resume.ResumeOptions) *resume.Verdict {
-	return resume.Resume(context.Background(), fx.facts, fx.claims, m, fx.request(fx.signed()), opt)
+	return resume.Resume(context.Background(), fx.facts, fx.ledger, m, fx.request(fx.signed()), opt)
+}
+
+// record returns the run's ledger record (nil when there is none).
+func (fx *fixture) record() *ledger.Record {
+	fx.t.Helper()
+	r, err := fx.ledger.Get(context.Background(), testRun)
+	if err != nil {
+		return nil
+	}
+	return &r
 }
 
 func TestResumeMaterializes(t *testing.T) {
@@ -36,6 +49,9 @@ func TestResumeMaterializes(t *testing.T) {
 	if v.Container != id || v.Pid == 0 || v.Materialize == nil || v.Materialize.Result != resume.ResultPass {
 		t.Fatalf("container %q pid %d materialize %+v", v.Container, v.Pid, v.Materialize)
 	}
+	if v.Run != testRun || v.Generation != 1 || v.Fence != 1 || v.TakenOver != nil {
+		t.Errorf("run %q generation %d fence %d takenOver %v; want %q, 1, 1, none", v.Run, v.Generation, v.Fence, v.TakenOver, testRun)
+	}
 	if want := []string{"/containerEnv/HOMEISH", "/mounts/0", "/remoteUser"}; !slices.Equal(v.NotApplied, want) {
 		t.Errorf("notApplied %v, want %v", v.NotApplied, want)
 	}
@@ -46,70 +62,75 @@ func TestResumeMaterializes(t *testing.T) {
 	if !slices.Contains(c.Env, "A=1") || !slices.Contains(c.Env, "LANG=C.UTF-8") || slices.ContainsFunc(c.Env, func(e string) bool { return strings.HasPrefix(e, "HOMEISH=") }) {
 		t.Errorf("env %v: want A and LANG, not HOMEISH", c.Env)
 	}
-	if c.Labels["io.sandbox-resume.run"] != testRun || c.Labels["io.sandbox-resume.manifest"] != fx.ref.Manifest {
-		t.Errorf("labels %v", c.Labels)
+	refFile := fx.signed()
+	want := map[string]string{
+		snapshot.LabelRun: testRun, snapshot.LabelManifest: fx.ref.Manifest, snapshot.LabelGeneration: "1",
+		snapshot.LabelRef: digest.FromBytes(refFile).String(), snapshot.LabelFence: "1",
 	}
-	// The claim remains: a second resume is 8 naming the holder's container.
+	for k, val := range want {
+		if c.Labels[k] != val {
+			t.Errorf("label %s = %q, want %q", k, c.Labels[k], val)
+		}
+	}
+	if refs := fx.facts.Refs(testRun); !slices.Equal(refs, []string{digest.FromBytes(refFile).String()}) {
+		t.Errorf("refs stored under the run lease %v, want the ref file's digest", refs)
+	}
+	rec := fx.record()
+	if rec == nil || rec.State != ledger.StateLive || rec.Fence != 1 || rec.Holder == nil || rec.Holder.ID != id ||
+		rec.Holder.Namespace != fake.DefaultNamespace || rec.Holder.Host != testHostID || rec.Generation != 1 || rec.Ref != digest.FromBytes(refFile) {
+		t.Fatalf("record %v, want live at generation 1 with fence 1 held by %s", rec, id)
+	}
+	// The run is live: a second resume is 8 naming the incarnation.
 	v = resumeWith(fx, m, resume.ResumeOptions{Container: "other"})
 	wantVerdict(t, v, 8, resume.ClassClaimConflict, resume.CheckClaim)
-	if !strings.Contains(v.Failed().Detail, id) {
-		t.Errorf("detail %q does not name %s", v.Failed().Detail, id)
+	if !strings.Contains(v.Failed().Detail, id) || !strings.Contains(v.Failed().Detail, testHostID) {
+		t.Errorf("detail %q does not name %s and its host", v.Failed().Detail, id)
 	}
 	if slices.Contains(m.Containers(), "other") {
 		t.Error("the refused resume created a container")
 	}
-	// Decide (--check) creates nothing and also sees the claim.
+	// Decide (--check) creates nothing and also sees the holder.
 	wantVerdict(t, fx.decide(), 8, resume.ClassClaimConflict, resume.CheckClaim)
 }
 
 func TestResumeReleasesClaimOnFailure(t *testing.T) {
 	fx, m := materializable(t, baseConfig)
-	good := fx.ref.RootfsDiff
-	fx.ref.RootfsDiff.DiffID = digest.FromString("wrong")
+	good := fx.ref.Layers[0]
+	fx.ref.Layers[0].DiffID = digest.FromString("wrong")
 	v := resumeWith(fx, m, resume.ResumeOptions{})
 	if v.ExitCode != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" || v.Materialize == nil || v.Materialize.Result != resume.ResultFail {
 		t.Fatalf("wrong diffID: %s", dump(v))
 	}
-	if c, _ := fx.claims.ClaimHolder(context.Background(), testRun); c != nil {
-		t.Fatalf("claim kept after a failed materialization: %+v", c)
+	if !strings.Contains(v.Materialize.Detail, "released") {
+		t.Errorf("materialize detail %q does not say the claim was released", v.Materialize.Detail)
+	}
+	if rec := fx.record(); rec == nil || rec.State != ledger.StateSuspended || rec.Holder != nil || rec.Fence != 1 || rec.Generation != 1 {
+		t.Fatalf("record after a failed materialization %v, want suspended at generation 1, fence 1", rec)
 	}
 	if len(m.Containers()) != 0 {
 		t.Fatalf("containers %v", m.Containers())
 	}
-	// An existing container id is 8 and releases the claim too.
-	fx.ref.RootfsDiff = good
-	first := resumeWith(fx, m, resume.ResumeOptions{Container: "taken"})
-	wantVerdict(t, first, 0, "", "")
-	fx.claims.DeleteClaim(testRun) // as discard would, keeping the container
-	v = resumeWith(fx, m, resume.ResumeOptions{Container: "taken"})
-	if v.ExitCode != 8 || v.Materialize == nil || !strings.Contains(v.Materialize.Detail, "taken") {
-		t.Fatalf("existing container id: %s", dump(v))
+	// The same generation with another ref (re-signed over another diff)
+	// is forked now that the ledger recorded the first.
+	fx.ref.Layers[0] = good
+	wantVerdict(t, resumeWith(fx, m, resume.ResumeOptions{}), 6, resume.ClassForked, resume.CheckClaim)
+
+	// A failure to create the container releases too; the released
+	// generation then resumes.
+	fx2, m2 := materializable(t, baseConfig)
+	v = resumeWith(fx2, failCreate{m2}, resume.ResumeOptions{})
+	if v.ExitCode != 1 || v.Materialize == nil || !strings.Contains(v.Materialize.Detail, "released") {
+		t.Fatalf("failed create: %s", dump(v))
 	}
-	if c, _ := fx.claims.ClaimHolder(context.Background(), testRun); c != nil {
-		t.Fatalf("claim kept after an existing container id: %+v", c)
+	wantVerdict(t, resumeWith(fx2, m2, resume.ResumeOptions{}), 0, "", "")
+	if rec := fx2.record(); rec == nil || rec.State != ledger.StateLive || rec.Fence != 2 {
+		t.Fatalf("record %v, want live with fence 2", rec)
 	}
 }
 
-func TestResumeTakesOverStaleClaim(t *testing.T) {
-	fx, m := materializable(t, baseConfig)
-	h, err := resume.Holder("gone", testHostID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.StartTime += "0"
-	fx.claims.SetClaim(testRun, h) // ContainerExists and ProcessAlive false: stale
-	v := resumeWith(fx, m, resume.ResumeOptions{})
-	wantVerdict(t, v, 0, "", "")
-	if !strings.Contains(v.Check(resume.CheckClaim).Detail, "took over") {
-		t.Errorf("claim detail %q", v.Check(resume.CheckClaim).Detail)
-	}
-	// A live holder without a container (still materializing) is kept.
-	fx2, m2 := materializable(t, baseConfig)
-	live, err := resume.Holder("busy", testHostID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live.ProcessAlive = true
-	fx2.claims.SetClaim(testRun, live)
-	wantVerdict(t, resumeWith(fx2, m2, resume.ResumeOptions{}), 8, resume.ClassClaimConflict, resume.CheckClaim)
+// failCreate fails CreateContainer with a daemon error.
+type failCreate struct{ *fake.Materializer }
+
+func (failCreate) CreateContainer(context.Context, resume.ContainerSpec) error {
+	return errors.New("create container: connection reset by peer")
 }

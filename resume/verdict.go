@@ -9,7 +9,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 )
 
-// Check names, in the order Decide runs them (DESIGN "Resume decision",
+// Check names, in the order Decide runs them (docs/design.md "Resume decision",
 // the check table). The strings are part of the verdict's JSON contract.
 const (
 	CheckRefParse      = "ref-parse"      // 1: strict decoder, a JSON object with an object "ref"
@@ -21,7 +21,7 @@ const (
 	CheckHost          = "host"           // 7: same host (host.id and host.idSource), or pinned
 	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests, the devcontainer.metadata label passes
 	CheckSnapshot      = "snapshot"       // 9: the rootfsDiff blob is present with its digest and size
-	CheckClaim         = "claim"          // 10: no live claim exists for the run
+	CheckClaim         = "claim"          // 11 in docs/design.md: the container id is free and the ledger lets this generation be claimed
 )
 
 // CheckNames lists the ten check names in the order they run.
@@ -48,7 +48,9 @@ const (
 	ClassImageDrifted      = exitcode.ClassImageDrifted      // check 8: exit 5
 	ClassImageMetadata     = exitcode.ClassImageMetadata     // check 8: exit 2
 	ClassSnapshotMissing   = exitcode.ClassSnapshotMissing   // check 9: exit 7
-	ClassClaimConflict     = exitcode.ClassClaimConflict     // check 10: exit 8
+	ClassForked            = exitcode.ClassForked            // claim: another ref recorded for this generation, exit 6
+	ClassClaimConflict     = exitcode.ClassClaimConflict     // claim: held, in flight, the container id exists; a lost claim: exit 8
+	ClassSuperseded        = exitcode.ClassSuperseded        // claim: a newer generation, or the run discarded: exit 9
 	// ClassInternal is a failure to establish a fact (a daemon error other
 	// than "not found"), not a refusal: exit 1.
 	ClassInternal = exitcode.ClassInternal
@@ -71,7 +73,7 @@ type CheckResult struct {
 	Detail string `json:"detail"`
 }
 
-// Verdict is the outcome of the resume decision (DESIGN "Resume decision":
+// Verdict is the outcome of the resume decision (docs/design.md "Resume decision":
 // the verdict JSON). Checks always holds all ten checks in order. Class is
 // empty when Accepted (and encodes as null); ExitCode is Class.Code(),
 // or 0 when accepted. Refusals are the ingestion refusals of check 5, or
@@ -79,9 +81,17 @@ type CheckResult struct {
 // /config/Labels/devcontainer.metadata), sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
 // [] when empty. Container, NotApplied, Pid and Materialize are filled by
-// Resume (materialization, DESIGN "Materialize, claim, run lifecycle") only
+// Resume (materialization, docs/design.md "Materialize") only
 // and are omitted otherwise: "container"?, "notApplied"? (JSON Pointers into
 // the recorded core), "pid"? (with --start), "materialize"? (a CheckResult).
+//
+// Run and Generation are set once the ref is verified (check 4 passed):
+// "run"?, "generation"?. Fence is the token the ledger issued to the claim
+// (Resume only, once claimed): "fence"?. TakenOver is the live holder a
+// take-over fenced out (Resume only): "takenOver"? {"host", "namespace",
+// "container", "fence"} — the record's fence when it was taken over; the
+// claim check's detail says it was an operator's decision
+// (docs/design.md "Resume decision").
 type Verdict struct {
 	Accepted   bool
 	Class      Class
@@ -93,10 +103,28 @@ type Verdict struct {
 	NotApplied []string
 	// Pid is the started task's process id (resume --start), 0 otherwise.
 	Pid uint32
-	// Materialize reports materialization after an accepted check 10
+	// Materialize reports materialization after an accepted claim check
 	// (resume without --check): name "materialize", result pass or fail,
 	// and what was verified and created or why not. Nil under --check.
 	Materialize *CheckResult
+	// Run is the verified ref's run id ("" before check 4 passed).
+	Run string
+	// Generation is the verified ref's generation (0 before check 4
+	// passed).
+	Generation uint64
+	// Fence is the claim's fence token (0 when nothing was claimed).
+	Fence uint64
+	// TakenOver is the live holder a take-over fenced out, nil otherwise.
+	TakenOver *TakenOver
+}
+
+// TakenOver names the holder a take-over fenced out: the container that
+// held the run live and the fence it held (the verdict's "takenOver").
+type TakenOver struct {
+	Host      string `json:"host"`
+	Namespace string `json:"namespace"`
+	Container string `json:"container"`
+	Fence     uint64 `json:"fence"`
 }
 
 // verdictJSON is the wire shape of Verdict: class null when accepted,
@@ -112,11 +140,16 @@ type verdictJSON struct {
 	NotApplied  []string              `json:"notApplied,omitempty"`
 	Pid         uint32                `json:"pid,omitempty"`
 	Materialize *CheckResult          `json:"materialize,omitempty"`
+	Run         string                `json:"run,omitempty"`
+	Generation  uint64                `json:"generation,omitempty"`
+	Fence       uint64                `json:"fence,omitempty"`
+	TakenOver   *TakenOver            `json:"takenOver,omitempty"`
 }
 
-// MarshalJSON encodes the verdict as DESIGN's object:
+// MarshalJSON encodes the verdict as docs/design.md's object:
 // {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
-// "container"?, "notApplied"?, "pid"?, "materialize"?}.
+// "container"?, "notApplied"?, "pid"?, "materialize"?, "run"?,
+// "generation"?, "fence"?, "takenOver"?}.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	w := verdictJSON{
 		Accepted:    v.Accepted,
@@ -128,6 +161,10 @@ func (v *Verdict) MarshalJSON() ([]byte, error) {
 		NotApplied:  v.NotApplied,
 		Pid:         v.Pid,
 		Materialize: v.Materialize,
+		Run:         v.Run,
+		Generation:  v.Generation,
+		Fence:       v.Fence,
+		TakenOver:   v.TakenOver,
 	}
 	if v.Class != "" {
 		c := v.Class
@@ -162,6 +199,10 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 		NotApplied:  w.NotApplied,
 		Pid:         w.Pid,
 		Materialize: w.Materialize,
+		Run:         w.Run,
+		Generation:  w.Generation,
+		Fence:       w.Fence,
+		TakenOver:   w.TakenOver,
 	}
 	if w.Class != nil {
 		v.Class = *w.Class

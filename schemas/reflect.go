@@ -17,6 +17,7 @@ type fieldOverlay struct {
 	apply    func(base map[string]any) map[string]any
 	optional bool
 	required bool // a member that is always present although the field has omitempty
+	absent   bool // a field the document (a schema version) does not have
 }
 
 // reflector turns Go types into Draft 2020-12 schema objects. Named struct
@@ -120,8 +121,11 @@ func (r *reflector) structSchema(t reflect.Type, name string) map[string]any {
 			jname = string(rs)
 		}
 		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
-		s := r.schemaFor(f.Type)
 		ov, has := r.fields[name+"."+jname]
+		if has && ov.absent {
+			continue
+		}
+		s := r.schemaFor(f.Type)
 		if has && ov.apply != nil {
 			s = ov.apply(s)
 		}

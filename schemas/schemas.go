@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -218,18 +219,37 @@ func signedManifestSchema() map[string]any {
 func snapshotRefSchema() map[string]any {
 	r := coreReflector()
 	r.fields["signedRef.signatures"] = signatures()
-	r.descrip["Ref"] = "the SnapshotRef (" + snapshot.RefSchema + "): the signed record of a suspended run; a new member means a new schema string"
-	r.fields["Ref.schema"] = set(map[string]any{"const": snapshot.RefSchema})
-	r.fields["Ref.run"] = set(map[string]any{"pattern": "^[a-z0-9]+(?:[._-][a-z0-9]+)*$", "maxLength": snapshot.MaxRunIDLen})
-	r.fields["Ref.manifest"] = set(map[string]any{"pattern": "^" + envmanifest.AddressPrefix + "[0-9a-f]{64}$", "description": "the address of core: blake3: + 64 lowercase hex"})
-	r.fields["Ref.pinned"] = set(map[string]any{"description": "IsPinned(core)"})
-	r.fields["Ref.policy"] = set(map[string]any{
-		"items":       map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-		"uniqueItems": true,
-		"description": "the effective reserved environment names ingestion applied, sorted; [] when none",
-	})
-	r.fields["Ref.lockfile"] = set(map[string]any{"pattern": sha256Pattern, "description": "sha256 of the lockfile bytes used; absent when none"})
-	r.fields["Ref.created"] = set(map[string]any{"format": "date-time", "description": "RFC 3339, UTC"})
+	// One Go type, snapshot.Ref, holds both schemas; each is reflected
+	// from it under its own name, with the members of the other removed.
+	r.types[reflect.TypeFor[snapshot.Ref]()] = func() map[string]any { return map[string]any{"$ref": "#/$defs/Ref"} }
+	r.defs["Ref"] = map[string]any{
+		"description": "the SnapshotRef: " + snapshot.RefSchemaV2 + ", written by every suspend, or " + snapshot.RefSchemaV1 + ", still read; a new member means a new schema string",
+		"oneOf":       []any{map[string]any{"$ref": "#/$defs/RefV2"}, map[string]any{"$ref": "#/$defs/RefV1"}},
+	}
+	for _, name := range []string{"RefV1", "RefV2"} {
+		r.fields[name+".run"] = set(map[string]any{"pattern": "^[a-z0-9]+(?:[._-][a-z0-9]+)*$", "maxLength": snapshot.MaxRunIDLen})
+		r.fields[name+".manifest"] = set(map[string]any{"pattern": "^" + envmanifest.AddressPrefix + "[0-9a-f]{64}$", "description": "the address of core: blake3: + 64 lowercase hex"})
+		r.fields[name+".pinned"] = set(map[string]any{"description": "IsPinned(core)"})
+		r.fields[name+".policy"] = set(map[string]any{
+			"items":       map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+			"uniqueItems": true,
+			"description": "the effective reserved environment names ingestion applied, sorted; [] when none",
+		})
+		r.fields[name+".lockfile"] = set(map[string]any{"pattern": sha256Pattern, "description": "sha256 of the lockfile bytes used; absent when none"})
+		r.fields[name+".created"] = set(map[string]any{"format": "date-time", "description": "RFC 3339, UTC"})
+	}
+	r.descrip["RefV1"] = "a " + snapshot.RefSchemaV1 + " ref: generation 1, its one layer as rootfsDiff, no spec"
+	r.fields["RefV1.schema"] = set(map[string]any{"const": snapshot.RefSchemaV1})
+	for _, m := range []string{"generation", "parent", "layers", "spec", "runtime", "fence"} {
+		r.fields["RefV1."+m] = fieldOverlay{absent: true}
+	}
+	r.descrip["RefV2"] = "a " + snapshot.RefSchemaV2 + " ref: one generation of a run; parent and fence present exactly when generation ≥ 2"
+	r.fields["RefV2.schema"] = set(map[string]any{"const": snapshot.RefSchemaV2})
+	r.fields["RefV2.generation"] = set(map[string]any{"minimum": 1, "maximum": maxSafeInteger})
+	r.fields["RefV2.parent"] = replace(map[string]any{"type": "string", "pattern": sha256Pattern, "description": "sha256 of the parent generation's ref file bytes"})
+	r.fields["RefV2.layers"] = set(map[string]any{"minItems": 1, "maxItems": snapshot.MaxLayers, "description": "the rootfs diffs applied over base, oldest first"})
+	r.fields["RefV2.spec"] = fieldOverlay{apply: func(map[string]any) map[string]any { return map[string]any{"$ref": "#/$defs/Spec"} }}
+	r.fields["RefV2.fence"] = set(map[string]any{"minimum": 1, "maximum": maxSafeInteger, "description": "the fencing token of the container that was suspended"})
 	r.descrip["Host"] = "the containerd daemon the run was suspended on"
 	r.fields["Host.idSource"] = set(map[string]any{"enum": []any{snapshot.IDSourceIntrospection, snapshot.IDSourceOverride}})
 	r.fields["Host.id"] = set(map[string]any{"minLength": 1})
@@ -238,15 +258,57 @@ func snapshotRefSchema() map[string]any {
 	r.descrip["Base"] = "what the image reference resolved to through the content store for one platform"
 	r.fields["Base.name"] = set(map[string]any{"pattern": imagePattern()})
 	r.fields["Base.platform"] = set(platform)
-	r.descrip["Diff"] = "the rootfs diff layer: the compressed blob and the uncompressed tar"
+	r.descrip["Layer"] = "one rootfs diff layer: the compressed blob and the uncompressed tar"
 	size := map[string]any{"minimum": 0, "maximum": maxSafeInteger, "description": "bytes"}
-	r.fields["Diff.size"] = set(size)
-	r.fields["Diff.uncompressedSize"] = set(size)
-	r.fields["Diff.mediaType"] = set(map[string]any{"minLength": 1})
+	r.fields["Layer.size"] = set(size)
+	r.fields["Layer.uncompressedSize"] = set(size)
+	var layerTypes []any
+	for _, mt := range snapshot.LayerMediaTypes {
+		layerTypes = append(layerTypes, mt)
+	}
+	r.fields["Layer.mediaType"] = set(map[string]any{"enum": layerTypes})
+	r.descrip["Descriptor"] = "a blob: media type, digest, size in bytes"
+	r.fields["Descriptor.size"] = set(size)
+	r.descrip["Runtime"] = "the container's runtime name and options (a protobuf Any)"
+	r.fields["Runtime.name"] = set(map[string]any{"minLength": 1})
+	r.descrip["RuntimeOptions"] = "the runtime options Any: its type URL and serialized value"
+	r.fields["RuntimeOptions.typeUrl"] = set(map[string]any{"minLength": 1})
+	r.fields["RuntimeOptions.value"] = replace(map[string]any{
+		"type": "string", "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+		"description": "the serialized message in RFC 4648 standard base64 with padding",
+	})
+	refType := reflect.TypeFor[snapshot.Ref]()
+	r.defs["RefV1"] = nil // reserved against the reflection of its members
+	v1 := r.structSchema(refType, "RefV1")
+	v1["properties"].(map[string]any)["rootfsDiff"] = map[string]any{"$ref": "#/$defs/Layer"}
+	v1["required"] = sortedStrings(append(v1["required"].([]string), "rootfsDiff"))
+	r.defs["RefV1"] = v1
+	v2 := r.structSchema(refType, "RefV2")
+	v2["allOf"] = []any{map[string]any{
+		"if":   map[string]any{"type": "object", "properties": map[string]any{"generation": map[string]any{"type": "integer", "minimum": 2}}, "required": []any{"generation"}},
+		"then": map[string]any{"type": "object", "properties": map[string]any{"fence": map[string]any{}, "parent": map[string]any{}}, "required": []any{"fence", "parent"}},
+		"else": map[string]any{"type": "object", "not": map[string]any{"anyOf": []any{
+			map[string]any{"type": "object", "properties": map[string]any{"parent": map[string]any{}}, "required": []any{"parent"}},
+			map[string]any{"type": "object", "properties": map[string]any{"fence": map[string]any{}}, "required": []any{"fence"}},
+		}}},
+	}}
+	r.defs["RefV2"] = v2
+	r.defs["Spec"] = map[string]any{
+		"description": "the recorded runtime spec blob: the exact bytes of the container's OCI runtime spec",
+		"type":        "object",
+		"allOf":       []any{map[string]any{"$ref": "#/$defs/Descriptor"}},
+		"properties":  map[string]any{"mediaType": map[string]any{"type": "string", "const": snapshot.MediaTypeSpec}},
+	}
 	body := r.structSchema(reflect.TypeFor[signedRef](), "signedRef")
 	return root(FileSnapshotRef, "sandbox-resume SnapshotRef file",
-		"A SnapshotRef file (DESIGN \"SnapshotRef\", \"Signed documents\"): the ref under \"ref\" and its signatures over the ref's JCS bytes as parsed. The inner document alone is #/$defs/Ref. That manifest is the address of core and pinned is IsPinned(core) is checked by resume (check 4), not here.",
+		"A SnapshotRef file (docs/design.md \"SnapshotRef\", \"Signed documents\"): the ref under \"ref\" and its signatures over the ref's JCS bytes as parsed. The inner document alone is #/$defs/Ref. That manifest is the address of core and pinned is IsPinned(core) is checked by resume (check 4), not here.",
 		body, r.defs)
+}
+
+// sortedStrings sorts ss in place and returns it.
+func sortedStrings(ss []string) []string {
+	sort.Strings(ss)
+	return ss
 }
 
 // refusalClasses lists every envmanifest.Class (DESIGN "Precise rules").
@@ -300,6 +362,19 @@ func verdictSchema() map[string]any {
 	r.fields["Verdict.materialize"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
 		return map[string]any{"allOf": []any{b}, "description": "materialization after check claim (resume without --check): name \"materialize\", pass or fail"}
 	}}
+	r.fields["Verdict.run"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"description": "the verified ref's run id (once check ref-integrity passed)"})
+	}}
+	r.fields["Verdict.generation"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"minimum": 1, "description": "the verified ref's generation (once check ref-integrity passed)"})
+	}}
+	r.fields["Verdict.fence"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"minimum": 1, "description": "the fence token the ledger's Claim issued (resume without --check, once claimed)"})
+	}}
+	r.fields["Verdict.takenOver"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return map[string]any{"allOf": []any{b}, "description": "the live holder that --take-over fenced out (an operator's decision) and the fence it held"}
+	}}
+	r.descrip["TakenOver"] = "a holder fenced out by a take-over: host, namespace, container, and the fence it held"
 	r.fields["CheckResult.result"] = set(map[string]any{"enum": []any{resume.ResultPass, resume.ResultFail, resume.ResultSkipped}})
 	var rc []any
 	for _, c := range refusalClasses {

@@ -14,16 +14,24 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/tailscale/hujson"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -51,6 +59,209 @@ type ajvResult struct {
 	Errors     []ajvError `json:"errors"`
 }
 
+// ---- the in-process validator ----
+
+// inProcess returns a function that validates a batch of documents against
+// the committed schemas with santhosh-tekuri/jsonschema/v6 (Draft 2020-12,
+// formats asserted, as ajv-formats does), reporting like ajv: every error
+// that is not a reference or a group, with its instance path, keyword and,
+// for additionalProperties and required, the member (one error per
+// member). A schema that does not compile fails the test.
+func inProcess(t *testing.T) func(docs []ajvDoc) map[string]ajvResult {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	files, err := filepath.Glob("*.schema.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schemas: %v", err)
+	}
+	ids := map[string]string{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		id, _ := doc.(map[string]any)["$id"].(string)
+		if id == "" {
+			t.Fatalf("%s has no $id", f)
+		}
+		if err := c.AddResource(id, doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ids[f] = id
+	}
+	compiled := map[string]*jsonschema.Schema{}
+	schema := func(name string) *jsonschema.Schema {
+		if sch, ok := compiled[name]; ok {
+			return sch
+		}
+		file, frag, _ := strings.Cut(name, "#")
+		id, ok := ids[file]
+		if !ok {
+			t.Fatalf("no schema %s", file)
+		}
+		if frag != "" {
+			id += "#" + frag
+		}
+		sch, err := c.Compile(id)
+		if err != nil {
+			t.Fatalf("compile %s: %v", name, err)
+		}
+		compiled[name] = sch
+		return sch
+	}
+	return func(docs []ajvDoc) map[string]ajvResult {
+		out := make(map[string]ajvResult, len(docs))
+		for _, d := range docs {
+			sch := schema(d.Schema)
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.Data))
+			if err != nil {
+				out[d.ID] = ajvResult{ID: d.ID, ParseError: err.Error()}
+				continue
+			}
+			r := ajvResult{ID: d.ID, Valid: true}
+			if err := sch.Validate(inst); err != nil {
+				var ve *jsonschema.ValidationError
+				if !errors.As(err, &ve) {
+					t.Fatalf("%s: %v", d.ID, err)
+				}
+				r.Valid, r.Errors = false, flattenErrors(inst, ve, nil)
+			}
+			out[d.ID] = r
+		}
+		return out
+	}
+}
+
+// flattenErrors appends the errors of the tree under e, an error of
+// validating inst, in ajv's shape. Where ajv places an error differently,
+// it follows ajv: the errors of a property name are at the object
+// (jsonschema/v6 places them in the name, at ""). ajv's "if" errors (a
+// failed then or else, always with the branch's own errors) have no
+// counterpart: see withoutIf.
+func flattenErrors(inst any, e *jsonschema.ValidationError, out []ajvError) []ajvError {
+	return flattenAt(inst, e, nil, out)
+}
+
+// flattenAt is flattenErrors with the instance path of every error forced
+// to *at when at is not nil.
+func flattenAt(inst any, e *jsonschema.ValidationError, at *string, out []ajvError) []ajvError {
+	loc := e.InstanceLocation
+	if k, ok := e.ErrorKind.(*kind.PropertyNames); ok {
+		loc = propertyNamesLocation(inst, e, k.Property)
+	}
+	path := ""
+	for _, tok := range loc {
+		path += "/" + escapeToken(tok)
+	}
+	if at != nil {
+		path = *at
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.PropertyNames:
+		out = append(out, ajvError{InstancePath: path, Keyword: "propertyNames", Params: map[string]any{"propertyName": k.Property}})
+		for _, c := range e.Causes {
+			out = flattenAt(inst, c, &path, out)
+		}
+		return out
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			out = append(out, ajvError{InstancePath: path, Keyword: "additionalProperties", Params: map[string]any{"additionalProperty": p}})
+		}
+	case *kind.Required:
+		for _, m := range k.Missing {
+			out = append(out, ajvError{InstancePath: path, Keyword: "required", Params: map[string]any{"missingProperty": m}})
+		}
+	case *kind.Group, *kind.Schema, *kind.Reference, *kind.AllOf:
+		// containers of the errors below, which ajv does not report
+	default:
+		kw := "false schema"
+		if p := e.ErrorKind.KeywordPath(); len(p) > 0 {
+			kw = p[len(p)-1]
+		}
+		out = append(out, ajvError{InstancePath: path, Keyword: kw, Message: e.ErrorKind.LocalizedString(message.NewPrinter(language.English))})
+	}
+	for _, c := range e.Causes {
+		out = flattenAt(inst, c, at, out)
+	}
+	return out
+}
+
+// propertyNamesLocation returns the location of the object whose member
+// name a propertyNames error e is about. jsonschema/v6.0.3 stores the
+// validator's location slice in that error without a copy, so a sibling
+// validated later can overwrite its elements, though not its length
+// (santhosh-tekuri/jsonschema#269, open; seen here as "/image" for an
+// error in "/containerEnv"). So: the one object in inst at that depth
+// that has a member named name, under the member the schema names
+// (".../properties/<member>/propertyNames"); else the stored location.
+func propertyNamesLocation(inst any, e *jsonschema.ValidationError, name string) []string {
+	under := ""
+	if toks := strings.Split(e.SchemaURL, "/"); len(toks) >= 3 && toks[len(toks)-3] == "properties" {
+		under = toks[len(toks)-2]
+	}
+	var found [][]string
+	var walk func(v any, loc []string)
+	walk = func(v any, loc []string) {
+		if len(loc) == len(e.InstanceLocation) {
+			if m, ok := v.(map[string]any); ok && (under == "" || (len(loc) > 0 && loc[len(loc)-1] == under)) {
+				if _, has := m[name]; has {
+					found = append(found, slices.Clone(loc))
+				}
+			}
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				walk(c, append(loc, k))
+			}
+		case []any:
+			for i, c := range x {
+				walk(c, append(loc, strconv.Itoa(i)))
+			}
+		}
+	}
+	walk(inst, nil)
+	if len(found) == 1 {
+		return found[0]
+	}
+	return e.InstanceLocation
+}
+
+// TestSchemasCompileInProcess: every committed schema, and every $defs
+// entry of it, compiles with jsonschema/v6 (which validates each against
+// the Draft 2020-12 meta-schema).
+func TestSchemasCompileInProcess(t *testing.T) {
+	validate := inProcess(t)
+	files, _ := filepath.Glob("*.schema.json")
+	var batch []ajvDoc
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Defs map[string]json.RawMessage `json:"$defs"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		batch = append(batch, ajvDoc{ID: f, Schema: f, Data: []byte("null")})
+		for name := range doc.Defs {
+			batch = append(batch, ajvDoc{ID: f + "#" + name, Schema: f + "#/$defs/" + name, Data: []byte("null")})
+		}
+	}
+	if res := validate(batch); len(res) != len(batch) || len(files) == 0 {
+		t.Fatalf("%d results for %d schemas and definitions of %d files", len(res), len(batch), len(files))
+	}
+}
+
 // ajv returns a function that validates a batch of documents in one node
 // process (schemas/testdata/ajv-batch.js, ajv 8 Draft 2020-12, strict
 // mode, ajv-formats) against the committed schemas. It skips the test when
@@ -69,10 +280,7 @@ func ajv(t *testing.T) func(docs []ajvDoc) map[string]ajvResult {
 		_, err = os.Stat(filepath.Join(modules, "ajv-formats"))
 	}
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("stock validator missing (run make deps: node, .tools/node_modules/ajv, ajv-formats): %v", err)
-		}
-		t.Skipf("stock validator missing (run make deps): %v", err)
+		testenv.Missing(t, "the stock validator (node, .tools/node_modules/ajv, ajv-formats; make deps installs them): %v", err)
 	}
 	return func(docs []ajvDoc) map[string]ajvResult {
 		t.Helper()
@@ -179,17 +387,7 @@ func sortedKeys(m map[string]bool) []string {
 
 func sharedDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("SANDBOX_RESUME_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "corpus", "devcontainer")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared folder missing (set SANDBOX_RESUME_SHARED): %v", err)
-		}
-		t.Skipf("shared folder missing: %v", err)
-	}
-	return dir
+	return testenv.Shared(t)
 }
 
 // c7Vector is the part of a C7 vector (envmanifest/testdata/c7) this test
@@ -447,9 +645,29 @@ var inexpressible = map[envmanifest.Class]string{
 	envmanifest.ClassMissing:      "missing: a member required inside a string form",
 }
 
-// TestStockValidatorAgreesWithIngester validates every corpus file, its
-// stripped variant and every C7 vector with ajv against
-// devcontainer.schema.json and compares with the ingester:
+// ingesterDocuments returns every corpus file (when shared/ is there), its
+// stripped variant and every C7 vector with the ingester's outcome, and
+// the batch of those a validator can see (hujson-standardized) against
+// devcontainer.schema.json.
+func ingesterDocuments(t *testing.T) ([]docCase, []ajvDoc) {
+	t.Helper()
+	var docs []docCase
+	if sharedAvailable() {
+		docs = loadCorpus(t)
+	}
+	docs = append(docs, loadC7(t)...)
+	var batch []ajvDoc
+	for _, d := range docs {
+		if d.std != nil {
+			batch = append(batch, ajvDoc{ID: d.id, Schema: FileDevcontainer, Data: d.std})
+		}
+	}
+	return docs, batch
+}
+
+// TestSchemaAgreesWithIngester validates every corpus file, its stripped
+// variant and every C7 vector in process against devcontainer.schema.json
+// and compares with the ingester:
 //
 //   - every refusal decided by a top-level name (executes-or-widens,
 //     changes-what-runs, unknown-property), missing image, reserved-env and
@@ -459,21 +677,10 @@ var inexpressible = map[envmanifest.Class]string{
 //   - accept/refuse agree exactly, except for the documents in
 //     testdata/skip.json, each of which must still disagree (no stale
 //     entries).
-func TestStockValidatorAgreesWithIngester(t *testing.T) {
-	validate := ajv(t)
-	var docs []docCase
-	if sharedAvailable() {
-		docs = loadCorpus(t)
-	}
-	docs = append(docs, loadC7(t)...)
+func TestSchemaAgreesWithIngester(t *testing.T) {
+	docs, batch := ingesterDocuments(t)
+	res := inProcess(t)(batch)
 	skips := skipList(t)
-	var batch []ajvDoc
-	for _, d := range docs {
-		if d.std != nil {
-			batch = append(batch, ajvDoc{ID: d.id, Schema: FileDevcontainer, Data: d.std})
-		}
-	}
-	res := validate(batch)
 	var missing []string
 	counts := map[string]int{}
 	for _, d := range docs {
@@ -537,12 +744,23 @@ func testKey(name string) ed25519.PrivateKey {
 	return ed25519.NewKeyFromSeed(seed[:])
 }
 
-// TestStockValidatorAcceptsOurDocuments: every manifest core and signed
-// manifest of an accepted corpus file or C7 vector, every SnapshotRef
-// fixture (snapshot/testdata, signed here) and every verdict the decision
-// produces validates against its schema.
-func TestStockValidatorAcceptsOurDocuments(t *testing.T) {
-	validate := ajv(t)
+// TestSchemaAcceptsOurDocuments: every manifest core and signed manifest
+// of an accepted corpus file or C7 vector, every SnapshotRef fixture
+// (snapshot/testdata, signed here) and every verdict the decision produces
+// validates in process against its schema.
+func TestSchemaAcceptsOurDocuments(t *testing.T) {
+	batch := ourDocuments(t)
+	for id, r := range inProcess(t)(batch) {
+		if !r.Valid {
+			t.Errorf("%s does not validate: %s %+v", id, r.ParseError, r.Errors)
+		}
+	}
+}
+
+// ourDocuments returns the documents this project writes, each with the
+// schema it must validate against (TestSchemaAcceptsOurDocuments).
+func ourDocuments(t *testing.T) []ajvDoc {
+	t.Helper()
 	var batch []ajvDoc
 	key := testKey("a")
 	add := func(id, schema string, data []byte) {
@@ -573,13 +791,19 @@ func TestStockValidatorAcceptsOurDocuments(t *testing.T) {
 	// SnapshotRef fixtures: the inner refs and cores as committed, and each
 	// ref signed into a file.
 	fixtures, _ := filepath.Glob(filepath.Join("..", "snapshot", "testdata", "*.jcs"))
+	for _, v := range refVectors(t) {
+		if v.Accepted {
+			fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", "ref2", v.File))
+		}
+	}
+	fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", "ref2", "g1.core.jcs"), filepath.Join("..", "snapshot", "testdata", "ref2", "g2.core.jcs"))
 	refs := 0
 	for _, f := range fixtures {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := "snapshot/" + filepath.Base(f)
+		id := "snapshot/" + strings.TrimPrefix(filepath.ToSlash(f), "../snapshot/testdata/")
 		switch {
 		case strings.HasSuffix(f, ".ref.jcs"):
 			refs++
@@ -616,18 +840,42 @@ func TestStockValidatorAcceptsOurDocuments(t *testing.T) {
 		t.Fatalf("verdict fixtures cover only the classes %v", classes)
 	}
 
-	for id, r := range validate(batch) {
-		if !r.Valid {
-			t.Errorf("%s does not validate: %s %+v", id, r.ParseError, r.Errors)
-		}
-	}
-	t.Logf("%d documents validated (%d cores, %d refs, %d verdicts)", len(batch), cores, refs, len(verdicts))
+	t.Logf("%d documents (%d cores, %d refs, %d verdicts)", len(batch), cores, refs, len(verdicts))
+	return batch
 }
 
-// TestStockValidatorRefusesBrokenDocuments: the schemas are not `true`:
-// each edit of a valid document is refused at the edited pointer.
-func TestStockValidatorRefusesBrokenDocuments(t *testing.T) {
-	validate := ajv(t)
+// brokenCase is a valid document edited so that its schema must refuse it
+// at pointer ("" for a refused SnapshotRef vector: a oneOf over both ref
+// schemas does not say where).
+type brokenCase struct {
+	id, schema, pointer string
+	data                []byte
+}
+
+// TestSchemaRefusesBrokenDocuments: the schemas are not `true`: each edit
+// of a valid document is refused, in process, at the edited pointer.
+func TestSchemaRefusesBrokenDocuments(t *testing.T) {
+	cases := brokenDocuments(t)
+	var batch []ajvDoc
+	for _, c := range cases {
+		batch = append(batch, ajvDoc{ID: c.id, Schema: c.schema, Data: c.data})
+	}
+	res := inProcess(t)(batch)
+	for _, c := range cases {
+		r := res[c.id]
+		if r.Valid {
+			t.Errorf("%s: valid, want refused at %s", c.id, c.pointer)
+			continue
+		}
+		if got := schemaPointers(r); c.pointer != "" && !slices.Contains(got, c.pointer) {
+			t.Errorf("%s: refused at %v, want %s: %+v", c.id, got, c.pointer, r.Errors)
+		}
+	}
+}
+
+// brokenDocuments returns the edits of TestSchemaRefusesBrokenDocuments.
+func brokenDocuments(t *testing.T) []brokenCase {
+	t.Helper()
 	ref, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", "minimal.ref.jcs"))
 	if err != nil {
 		t.Fatal(err)
@@ -645,10 +893,20 @@ func TestStockValidatorRefusesBrokenDocuments(t *testing.T) {
 		return b
 	}
 	verdict := verdictFixtures(t)["accepted"]
-	cases := []struct {
-		id, schema, pointer string
-		data                []byte
-	}{
+	// The refused SnapshotRef vectors (snapshot/testdata/ref2) are refused
+	// by the schema too.
+	var refused []brokenCase
+	for _, v := range refVectors(t) {
+		if v.Accepted {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", "ref2", v.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused = append(refused, brokenCase{"ref2-" + v.File, FileSnapshotRef + "#/$defs/Ref", "", data})
+	}
+	return append(refused, []brokenCase{
 		{"ref-unknown-member", FileSnapshotRef + "#/$defs/Ref", "/extra", edit(ref, func(m map[string]any) { m["extra"] = 1 })},
 		{"ref-bad-run", FileSnapshotRef + "#/$defs/Ref", "/run", edit(ref, func(m map[string]any) { m["run"] = "Demo" })},
 		{"ref-bad-digest", FileSnapshotRef + "#/$defs/Ref", "/rootfsDiff", edit(ref, func(m map[string]any) { m["rootfsDiff"].(map[string]any)["digest"] = "sha256:ABC" })},
@@ -661,34 +919,74 @@ func TestStockValidatorRefusesBrokenDocuments(t *testing.T) {
 		{"dev-gpu", FileDevcontainer, "/hostRequirements", []byte(`{"image":"busybox","hostRequirements":{"gpu":"optional"}}`)},
 		{"dev-reserved-any-case", FileDevcontainer, "/containerEnv", []byte(`{"image":"busybox","containerEnv":{"ld_Preload":"x"}}`)},
 		{"dev-case-variant", FileDevcontainer, "/Image", []byte(`{"image":"busybox","Image":"busybox"}`)},
+	}...)
+}
+
+// refVector is an entry of snapshot/testdata/ref2/vectors.json, as far as
+// these tests read it.
+type refVector struct {
+	File     string `json:"file"`
+	Accepted bool   `json:"accepted"`
+}
+
+// refVectors reads the SnapshotRef vectors' expectations table; files
+// outside ref2/ (the /1 golden refs) are left out, the glob has them.
+func refVectors(t *testing.T) []refVector {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", "ref2", "vectors.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var batch []ajvDoc
-	for _, c := range cases {
-		batch = append(batch, ajvDoc{ID: c.id, Schema: c.schema, Data: c.data})
+	var table struct {
+		Vectors []refVector `json:"vectors"`
 	}
-	res := validate(batch)
-	for _, c := range cases {
-		r := res[c.id]
-		if r.Valid {
-			t.Errorf("%s: valid, want refused at %s", c.id, c.pointer)
-			continue
+	if err := json.Unmarshal(b, &table); err != nil {
+		t.Fatal(err)
+	}
+	var out []refVector
+	for _, v := range table.Vectors {
+		if !strings.HasPrefix(v.File, "../") {
+			out = append(out, v)
 		}
-		if got := schemaPointers(r); !slices.Contains(got, c.pointer) {
-			t.Errorf("%s: refused at %v, want %s", c.id, got, c.pointer)
+	}
+	return out
+}
+
+// withoutIf drops ajv's "if" errors from r: ajv reports a failed then or
+// else both as the branch's errors and as an "if" error at the value that
+// has the if; jsonschema/v6 reports the branch's errors only.
+func withoutIf(r ajvResult) ajvResult {
+	r.Errors = slices.DeleteFunc(slices.Clone(r.Errors), func(e ajvError) bool { return e.Keyword == "if" })
+	return r
+}
+
+// TestStockValidatorAgreesInProcess is the interoperability check with the
+// stock tool: ajv (node; make deps) gives every document of the three
+// in-process tests above the same verdict as the in-process validator, at
+// the same top-level pointers. It skips without ajv, and fails under
+// CI=true.
+func TestStockValidatorAgreesInProcess(t *testing.T) {
+	stock := ajv(t)
+	_, batch := ingesterDocuments(t)
+	batch = append(batch, ourDocuments(t)...)
+	for _, c := range brokenDocuments(t) {
+		batch = append(batch, ajvDoc{ID: "broken/" + c.id, Schema: c.schema, Data: c.data})
+	}
+	ours, theirs := inProcess(t)(batch), stock(batch)
+	for _, d := range batch {
+		o, a := ours[d.ID], withoutIf(theirs[d.ID])
+		if o.Valid != a.Valid || !slices.Equal(schemaPointers(o), schemaPointers(a)) {
+			t.Errorf("%s: in process valid=%v at %q, ajv valid=%v at %q\n  in process: %s %+v\n  ajv: %s %+v",
+				d.ID, o.Valid, schemaPointers(o), a.Valid, schemaPointers(a), o.ParseError, o.Errors, a.ParseError, a.Errors)
 		}
 	}
+	t.Logf("%d documents, one verdict", len(batch))
 }
 
 // sharedAvailable reports whether the corpus parts can run: the shared
 // folder is there, or CI=true (where loadCorpus fails when it is missing).
 // Without it the C7 parts still run.
-func sharedAvailable() bool {
-	if os.Getenv("SANDBOX_RESUME_SHARED") != "" || os.Getenv("CI") != "" {
-		return true
-	}
-	fi, err := os.Stat(filepath.Join("..", "..", "shared", "corpus", "devcontainer"))
-	return err == nil && fi.IsDir()
-}
+func sharedAvailable() bool { return testenv.HasShared() }
 
 // verdictFixtures runs resume.Decide against the in-memory fake for one
 // accepted run and one run per refusal it can produce without a daemon,
@@ -711,6 +1009,9 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		noImage   bool
 		otherHost bool
 		label     string // the image's devcontainer.metadata label, when not ""
+		// record puts the run's ledger record in place; ref is the
+		// digest of the ref file decided.
+		record func(l *lfake.Ledger, ref digest.Digest)
 	}
 	run := func(s setup) []byte {
 		facts, err := fake.NewFacts(host)
@@ -752,10 +1053,13 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.otherHost {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
-		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
+		spec := []byte(`{"ociVersion":"1.2.0"}`)
+		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
-			RootfsDiff: snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
-				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096},
+			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
+				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096}},
+			Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: facts.PutBlob(spec), Size: int64(len(spec))},
+			Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"},
 			Created: "2026-11-30T17:00:00Z"}
 		refFile := s.refFile
 		if refFile == nil {
@@ -778,7 +1082,11 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.trust != nil {
 			tr = s.trust
 		}
-		v := resume.Decide(context.Background(), facts, fake.NewClaims(), resume.Request{
+		l := lfake.New()
+		if s.record != nil {
+			s.record(l, digest.FromBytes(refFile))
+		}
+		v := resume.Decide(context.Background(), facts, l, resume.Request{
 			RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr})
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -797,5 +1105,16 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		"image-unresolved":  run(setup{noImage: true}),
 		"snapshot-missing":  run(setup{noDiff: true}),
 		"image-metadata":    run(setup{label: `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`}),
+		"superseded": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
+			l.Discard(context.Background(), "demo-1", false)
+		}}),
+		"forked": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
+			l.Suspended(context.Background(), ledger.SuspendRequest{Run: "demo-1", Generation: 1, Ref: digest.FromString("another ref"),
+				Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}})
+		}}),
+		"claim-conflict": run(setup{record: func(l *lfake.Ledger, ref digest.Digest) {
+			l.Suspended(context.Background(), ledger.SuspendRequest{Run: "demo-1", Generation: 1, Ref: ref,
+				Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}, Keep: true})
+		}}),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -45,15 +46,21 @@ const (
 	TaskUnknown TaskState = "unknown"
 )
 
-// Container is what suspend needs to know about a container (docs/design.md
-// "Suspend", step 2): its snapshot (Snapshotter, SnapshotKey), the name of
-// that snapshot's parent (ParentChainID: for an unpacked image, the
-// snapshot committed under identity.ChainID of the image's diffIDs, written
-// "sha256:<hex>"), the kind of its snapshot ("active" for a live container:
-// it is never committed), the image name recorded on the container, its
-// labels and its task state.
+// Container is what suspend needs to know about a container
+// (docs/design.md "Suspend", steps 2, 3 and 5): who it is (ID in
+// Namespace, created at Created: a container re-created under the same id
+// is another container), its snapshot (Snapshotter, SnapshotKey), the name
+// of that snapshot's parent (ParentChainID: for an unpacked image, the
+// snapshot committed under identity.ChainID of the image's diffIDs,
+// written "sha256:<hex>"), the kind of its snapshot ("active" for a live
+// container: it is never committed), the image name recorded on the
+// container, its labels, its task state, its OCI runtime spec exactly as
+// containerd holds it (Spec: the bytes of the spec Any's value, never
+// re-encoded) and its runtime (name and options).
 type Container struct {
 	ID            string
+	Namespace     string
+	Created       time.Time
 	Image         string
 	Snapshotter   string
 	SnapshotKey   string
@@ -61,6 +68,8 @@ type Container struct {
 	ParentChainID string
 	Labels        map[string]string
 	Task          TaskState
+	Spec          []byte
+	Runtime       Runtime
 }
 
 // Lease is a content-store lease as the Capturer reports it: its id, labels
@@ -117,7 +126,21 @@ type Differ interface {
 	// the lease (which must exist: an unleased diff is collected), and
 	// returns the stored blob's descriptor with its diffID and uncompressed
 	// size in bytes, both read back from the stored blob.
-	CreateDiff(ctx context.Context, lease string, c Container) (Diff, error)
+	CreateDiff(ctx context.Context, lease string, c Container) (Layer, error)
+}
+
+// MaxBlobRead is the largest blob BlobReader.ReadBlob reads, in bytes: a
+// ref file or a runtime spec (4 MiB).
+const MaxBlobRead = 4 << 20
+
+// BlobReader reads small blobs of the content store.
+type BlobReader interface {
+	// ReadBlob returns the bytes of the blob with digest d, checking them
+	// against d as it reads. An absent blob is an error wrapping
+	// errdefs.ErrNotFound; one larger than MaxBlobRead bytes wraps
+	// errdefs.ErrInvalidArgument; bytes with another digest wrap
+	// errdefs.ErrDataLoss. Errors name the digest.
+	ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error)
 }
 
 // BlobWriter writes blobs to the content store.
@@ -145,7 +168,9 @@ type LeaseHolder interface {
 // ContainerLabeler sets container labels.
 type ContainerLabeler interface {
 	// SetContainerLabels sets the given labels on the container, leaving
-	// its other labels unchanged.
+	// its other labels unchanged; a label given the value "" is removed
+	// (as containerd removes a label updated to ""). An absent container
+	// is an error wrapping errdefs.ErrNotFound.
 	SetContainerLabels(ctx context.Context, id string, labels map[string]string) error
 }
 
@@ -160,6 +185,7 @@ type Capturer interface {
 	ImageConfigReader
 	TaskController
 	Differ
+	BlobReader
 	BlobWriter
 	LeaseHolder
 	ContainerLabeler

@@ -8,8 +8,8 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// ErrRunNotFound: neither the run lease nor the claim lease of the run
-// exists. Class "bad-input" (internal/exitcode).
+// ErrRunNotFound is returned when neither the run lease nor the claim
+// lease of the run exists. Class "bad-input" (internal/exitcode).
 var ErrRunNotFound = errors.New("run not found")
 
 // LeaseDeleter deletes leases.

@@ -4,10 +4,14 @@
 //
 // # The ref
 //
-// Ref is the record: the run id, the manifest address and core of the
-// environment it was suspended in, whether that manifest was pinned, the
-// host, the base image the reference resolved to, and the rootfs diff
-// layer. SignRef writes a ref file (envelope.Sign over the ref's RFC 8785
+// Ref is the record of one generation of a run: the run id and generation
+// (with its parent's digest and the suspended container's fence from
+// generation 2 on), the manifest address and core of the environment it
+// was suspended in, whether that manifest was pinned, the host, the base
+// image the reference resolved to, the rootfs diff layers, the recorded
+// runtime spec blob and the runtime. Suspend writes
+// sandbox.snapshot-ref/2; sandbox.snapshot-ref/1 refs are still read, as
+// generation 1 with one layer and no spec. SignRef writes a ref file (envelope.Sign over the ref's RFC 8785
 // JCS bytes); OpenRef is the one way to read one back: parse, signature,
 // schema and integrity, in that order, before any field is used.
 // OpenRefUnsafe skips the signature, for code that only forwards a ref to

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.ref.json from the hand-written canonical bytes")
@@ -20,8 +21,10 @@ var update = flag.Bool("update", false, "rewrite testdata/*.ref.json from the ha
 // goldenVectors are the SnapshotRef golden vectors in testdata/: NAME.ref.jcs
 // (the ref's canonical bytes, written by hand), NAME.core.jcs (its core's
 // canonical bytes, written by hand) and NAME.ref.json (the signed file,
-// signed with testdata/ref-test.key; regenerated with -update).
-var goldenVectors = []string{"pinned", "minimal"}
+// signed with testdata/ref-test.key; regenerated with -update). "pinned"
+// and "minimal" are sandbox.snapshot-ref/1; the ref2/ ones are /2
+// (testdata/ref2/README.md).
+var goldenVectors = []string{"pinned", "minimal", "ref2/g1", "ref2/g2"}
 
 func testKey(t testing.TB) *envelope.KeyRing {
 	t.Helper()
@@ -34,14 +37,7 @@ func testKey(t testing.TB) *envelope.KeyRing {
 
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not on PATH (make deps installs it)", name)
-		}
-		t.Skipf("%s not on PATH", name)
-	}
-	return p
+	return testenv.LookPath(t, name, "make deps installs it")
 }
 
 func TestGoldenRefs(t *testing.T) {

@@ -62,9 +62,9 @@ const (
 // A mismatch is an error wrapping ErrDiffCorrupt that names the blob's
 // digest and both values. An error reading blob is returned as it is,
 // wrapped with the digest (it is not a mismatch).
-func VerifyDiff(blob Blob, d Diff) error {
+func VerifyDiff(blob Blob, d Layer) error {
 	if blob.Size() != d.Size {
-		return fmt.Errorf("rootfsDiff %s: %d bytes, the ref records %d: %w", d.Digest, blob.Size(), d.Size, ErrDiffCorrupt)
+		return fmt.Errorf("layer %s: %d bytes, the ref records %d: %w", d.Digest, blob.Size(), d.Size, ErrDiffCorrupt)
 	}
 	src := &readErrors{r: io.NewSectionReader(blob, 0, d.Size)}
 	blobHash := digest.SHA256.Digester()
@@ -72,33 +72,33 @@ func VerifyDiff(blob Blob, d Diff) error {
 	dr, closeDR, err := decompress(rd)
 	if err != nil {
 		if src.err != nil {
-			return fmt.Errorf("rootfsDiff %s: read: %w", d.Digest, src.err)
+			return fmt.Errorf("layer %s: read: %w", d.Digest, src.err)
 		}
-		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, ErrDiffCorrupt)
+		return fmt.Errorf("layer %s: decompress: %v: %w", d.Digest, err, ErrDiffCorrupt)
 	}
 	defer closeDR()
 	tarHash := digest.SHA256.Digester()
 	n, err := io.Copy(&boundedWriter{w: tarHash.Hash(), left: d.UncompressedSize}, dr)
 	switch {
 	case src.err != nil:
-		return fmt.Errorf("rootfsDiff %s: read: %w", d.Digest, src.err)
+		return fmt.Errorf("layer %s: read: %w", d.Digest, src.err)
 	case errors.Is(err, errTooLong):
-		return fmt.Errorf("rootfsDiff %s decompresses to more than the recorded uncompressedSize %d bytes: %w", d.Digest, d.UncompressedSize, ErrDiffCorrupt)
+		return fmt.Errorf("layer %s decompresses to more than the recorded uncompressedSize %d bytes: %w", d.Digest, d.UncompressedSize, ErrDiffCorrupt)
 	case err != nil:
-		return fmt.Errorf("rootfsDiff %s: decompress: %v: %w", d.Digest, err, ErrDiffCorrupt)
+		return fmt.Errorf("layer %s: decompress: %v: %w", d.Digest, err, ErrDiffCorrupt)
 	}
 	// Read what the decompressor left of the blob, so its digest covers it all.
 	if _, err := io.Copy(io.Discard, rd); err != nil {
-		return fmt.Errorf("rootfsDiff %s: read: %w", d.Digest, err)
+		return fmt.Errorf("layer %s: read: %w", d.Digest, err)
 	}
 	if got := blobHash.Digest(); got != d.Digest {
-		return fmt.Errorf("rootfsDiff blob has digest %s, the ref records %s: %w", got, d.Digest, ErrDiffCorrupt)
+		return fmt.Errorf("layer blob has digest %s, the ref records %s: %w", got, d.Digest, ErrDiffCorrupt)
 	}
 	if n != d.UncompressedSize {
-		return fmt.Errorf("rootfsDiff %s decompresses to %d bytes, the ref records uncompressedSize %d: %w", d.Digest, n, d.UncompressedSize, ErrDiffCorrupt)
+		return fmt.Errorf("layer %s decompresses to %d bytes, the ref records uncompressedSize %d: %w", d.Digest, n, d.UncompressedSize, ErrDiffCorrupt)
 	}
 	if got := tarHash.Digest(); got != d.DiffID {
-		return fmt.Errorf("rootfsDiff %s decompresses to diffID %s, the ref records %s: %w", d.Digest, got, d.DiffID, ErrDiffCorrupt)
+		return fmt.Errorf("layer %s decompresses to diffID %s, the ref records %s: %w", d.Digest, got, d.DiffID, ErrDiffCorrupt)
 	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 )
 
 // layerOf returns a blob compressing raw with how ("zstd", "gzip", "none")
-// and its Diff.
-func layerOf(t *testing.T, raw []byte, how string) ([]byte, Diff) {
+// and its Layer.
+func layerOf(t *testing.T, raw []byte, how string) ([]byte, Layer) {
 	t.Helper()
 	var buf bytes.Buffer
 	mt := ocispec.MediaTypeImageLayer
@@ -37,7 +37,7 @@ func layerOf(t *testing.T, raw []byte, how string) ([]byte, Diff) {
 		buf.Write(raw)
 	}
 	b := buf.Bytes()
-	return b, Diff{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b)), DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
+	return b, Layer{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b)), DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
 }
 
 // failingBlob fails every read after the first off bytes.
@@ -69,16 +69,16 @@ func TestVerifyDiff(t *testing.T) {
 			otherRaw[0] = 'A'
 			cases := map[string]struct {
 				blob []byte
-				d    Diff
+				d    Layer
 				want string
 			}{
 				"size":                   {blob[:len(blob)-1], d, "bytes, the ref records"},
-				"digest":                 {blob, with(d, func(d *Diff) { d.Digest = digest.FromString("x") }), "has digest"},
+				"digest":                 {blob, with(d, func(d *Layer) { d.Digest = digest.FromString("x") }), "has digest"},
 				"a flipped byte":         {flipped, d, ""},
-				"diffID":                 {blob, with(d, func(d *Diff) { d.DiffID = digest.FromBytes(otherRaw) }), "diffID"},
-				"shorter than recorded":  {blob, with(d, func(d *Diff) { d.UncompressedSize++ }), "uncompressedSize"},
-				"longer than recorded":   {blob, with(d, func(d *Diff) { d.UncompressedSize-- }), "more than the recorded uncompressedSize"},
-				"nothing may decompress": {blob, with(d, func(d *Diff) { d.UncompressedSize = 0 }), "more than the recorded uncompressedSize"},
+				"diffID":                 {blob, with(d, func(d *Layer) { d.DiffID = digest.FromBytes(otherRaw) }), "diffID"},
+				"shorter than recorded":  {blob, with(d, func(d *Layer) { d.UncompressedSize++ }), "uncompressedSize"},
+				"longer than recorded":   {blob, with(d, func(d *Layer) { d.UncompressedSize-- }), "more than the recorded uncompressedSize"},
+				"nothing may decompress": {blob, with(d, func(d *Layer) { d.UncompressedSize = 0 }), "more than the recorded uncompressedSize"},
 			}
 			for name, tc := range cases {
 				err := VerifyDiff(bytes.NewReader(tc.blob), tc.d)
@@ -109,7 +109,7 @@ func TestVerifyDiffBomb(t *testing.T) {
 	}
 	w.Close()
 	b := buf.Bytes()
-	d := Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(b), Size: int64(len(b)), DiffID: digest.FromString("x"), UncompressedSize: 1 << 20}
+	d := Layer{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(b), Size: int64(len(b)), DiffID: digest.FromString("x"), UncompressedSize: 1 << 20}
 	counting := &countingBlob{Reader: bytes.NewReader(b)}
 	err = VerifyDiff(counting, d)
 	if !errors.Is(err, ErrDiffCorrupt) || !strings.Contains(err.Error(), "more than the recorded uncompressedSize") {
@@ -131,6 +131,6 @@ func (c *countingBlob) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-func with(d Diff, f func(*Diff)) Diff { f(&d); return d }
+func with(d Layer, f func(*Layer)) Layer { f(&d); return d }
 
 var _ io.ReaderAt = failingBlob{}

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"crypto"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,17 +43,28 @@ func parseRefFile(data []byte) (*envelope.Document, error) {
 	return envmanifest.ParseSigned(data, envelope.MemberRef)
 }
 
-// refMember describes one member of the ref object (docs/design.md "SnapshotRef").
+// refMember describes one member of the ref object (docs/design.md
+// "SnapshotRef").
 type refMember struct {
 	name     string
 	optional bool
 }
 
 var (
-	refMembers = []refMember{
+	// refMembersV1 are the members of a RefSchemaV1 ref.
+	refMembersV1 = []refMember{
 		{"schema", false}, {"run", false}, {"manifest", false}, {"core", false},
 		{"pinned", false}, {"policy", false}, {"lockfile", true}, {"host", false},
 		{"base", false}, {"rootfsDiff", false}, {"keptRunning", false}, {"created", false},
+	}
+	// refMembersV2 are the members of a RefSchemaV2 ref; "parent" and
+	// "fence" are required exactly when generation ≥ 2 (checked apart).
+	refMembersV2 = []refMember{
+		{"schema", false}, {"run", false}, {"generation", false}, {"parent", true},
+		{"manifest", false}, {"core", false}, {"pinned", false}, {"policy", false},
+		{"lockfile", true}, {"host", false}, {"base", false}, {"layers", false},
+		{"spec", false}, {"runtime", false}, {"fence", true}, {"keptRunning", false},
+		{"created", false},
 	}
 	hostMembers = []refMember{
 		{"id", false}, {"idSource", false}, {"containerdVersion", false},
@@ -62,9 +74,18 @@ var (
 		{"name", false}, {"indexDigest", true}, {"manifestDigest", false},
 		{"configDigest", false}, {"platform", false}, {"diffIDs", false},
 	}
-	diffMembers = []refMember{
+	layerMembers = []refMember{
 		{"mediaType", false}, {"digest", false}, {"size", false},
 		{"diffID", false}, {"uncompressedSize", false},
+	}
+	descriptorMembers = []refMember{
+		{"mediaType", false}, {"digest", false}, {"size", false},
+	}
+	runtimeMembers = []refMember{
+		{"name", false}, {"options", true},
+	}
+	runtimeOptionsMembers = []refMember{
+		{"typeUrl", false}, {"value", false},
 	}
 	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	addressRE   = regexp.MustCompile(`^blake3:[0-9a-f]{64}$`)
@@ -73,7 +94,8 @@ var (
 
 // refDecoder collects refusals while decoding a ref object.
 type refDecoder struct {
-	rs []envmanifest.Refusal
+	rs     []envmanifest.Refusal
+	schema string // the ref's schema string, once known
 }
 
 func (d *refDecoder) refuse(ptr string, class envmanifest.Class, format string, args ...any) {
@@ -95,7 +117,7 @@ func (d *refDecoder) members(obj *strictjson.Node, what string, want []refMember
 	for _, m := range obj.Members {
 		if !slices.ContainsFunc(want, func(w refMember) bool { return w.name == m.Name }) {
 			d.refuse(strictjson.Pointer(ptr, m.Name), envmanifest.ClassUnknownProperty,
-				"unknown member %q in %s (a new member means a new schema, not %s)", m.Name, what, RefSchema)
+				"unknown member %q in %s (%s has no such member; a new member means a new schema)", m.Name, what, d.schema)
 			continue
 		}
 		if m.Duplicate {
@@ -133,29 +155,37 @@ func (d *refDecoder) boolean(n *strictjson.Node, name string) bool {
 	return n.Bool
 }
 
-// size decodes member name of obj as a non-negative whole number of bytes
-// (at most 2^53−1). The number's text is taken from obj.Raw (the
-// object's own JSON text) rather than from the member node.
+// size decodes member name of obj as a whole number of bytes ≥ 0 (at
+// most 2^53−1).
 func (d *refDecoder) size(obj *strictjson.Node, n *strictjson.Node, name string) int64 {
+	v, _ := d.whole(obj, n, name, "bytes", 0)
+	return int64(v)
+}
+
+// whole decodes member name of obj as a whole number ≥ lo and at most
+// 2^53−1 (RFC 7493 §2.2); unit names what it counts in messages. The
+// number's text is taken from obj.Raw (the object's own JSON text), so
+// "1.0" and "1e0" are read as written.
+func (d *refDecoder) whole(obj *strictjson.Node, n *strictjson.Node, name, unit string, lo uint64) (uint64, bool) {
 	if n == nil {
-		return 0
+		return 0, false
 	}
 	if n.Kind != strictjson.KindNumber {
-		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a number of bytes, not %s", name, n.Kind)
-		return 0
+		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a number of %s, not %s", name, unit, n.Kind)
+		return 0, false
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(obj.Raw, &members); err != nil {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q: %v", name, err)
-		return 0
+		return 0, false
 	}
 	tok := string(members[name])
 	f, err := strconv.ParseFloat(tok, 64)
-	if err != nil || f < 0 || f != math.Trunc(f) || f > 1<<53-1 {
-		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a whole number of bytes ≥ 0, not %s", name, tok)
-		return 0
+	if err != nil || f < float64(lo) || f != math.Trunc(f) || f > 1<<53-1 {
+		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a whole number of %s ≥ %d, not %s", name, unit, lo, tok)
+		return 0, false
 	}
-	return int64(f)
+	return uint64(f), true
 }
 
 func (d *refDecoder) digest(n *strictjson.Node, name string) digest.Digest {
@@ -208,47 +238,48 @@ func validPlatform(s string) bool {
 }
 
 // decodeRef decodes the inner "ref" object of a parsed SnapshotRef file
-// (docs/design.md "Resume decision", check 3 "ref-schema"): exactly the members of
-// docs/design.md "SnapshotRef" with the right types, "lockfile" and
-// "base.indexDigest" optional. It checks that schema is RefSchema (a newer
-// "sandbox.snapshot-ref/N" is refused alone, with a message saying this
-// tool reads version 1 only), that run is a valid run id (ValidRunID),
-// manifest a "blake3:<64 hex>" address, digests valid (sha256 ones 64
-// lowercase hex), platforms os/arch[/variant], policy a sorted list of
-// distinct environment names, lockfile "sha256:<64 hex>", created RFC 3339,
-// and that core decodes as a manifest core (envmanifest.ParseCore).
+// (docs/design.md "Resume decision", check 3 "ref-schema").
+//
+// The schema is read first: RefSchemaV1 and RefSchemaV2 are read with
+// exactly their members (docs/design.md "SnapshotRef"); any other value —
+// a newer "sandbox.snapshot-ref/N" (refused with a message saying which
+// versions this tool reads), another string, another type, or none — is
+// refused alone, at /ref/schema.
+//
+// Then every member is checked: run a valid run id (ValidRunID), manifest
+// a "blake3:<64 hex>" address, digests valid (sha256 ones 64 lowercase
+// hex), platforms os/arch[/variant], policy a sorted list of distinct
+// environment names, lockfile "sha256:<64 hex>", created RFC 3339, core a
+// manifest core (envmanifest.ParseCore). For RefSchemaV2 also: generation
+// a whole number ≥ 1; parent ("sha256:<64 hex>") and fence (a whole number
+// ≥ 1) present exactly when generation ≥ 2; 1 to MaxLayers layers, each
+// with an OCI layer media type (tar, tar+gzip, tar+zstd); spec with media
+// type MediaTypeSpec; runtime with a name and, optionally, options with a
+// type URL and a base64 value. A RefSchemaV1 ref's one "rootfsDiff" is
+// read as Layers[0], with Generation 1.
 //
 // Every problem is reported at its JSON Pointer into the file (the nodes'
-// pointers: "/ref/run", "/ref/base/diffIDs/0") in one
-// *envmanifest.RefusedError. It does not check the signatures (check 2) or
-// that manifest and pinned agree with core (check 4: checkIntegrity).
+// pointers: "/ref/run", "/ref/layers/0/digest") in one
+// *envmanifest.RefusedError (exit 2). It does not check the signatures
+// (check 2) or that manifest and pinned agree with core (check 4:
+// checkIntegrity).
 func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	d := &refDecoder{}
 	if inner == nil {
 		d.refuse("", envmanifest.ClassMissing, "no ref object")
 		return nil, &envmanifest.RefusedError{Refusals: d.rs}
 	}
-	// The schema first: a newer document is refused for that alone.
-	if s := inner.Get("schema"); s != nil && s.Kind == strictjson.KindString && s.Str != RefSchema {
-		if v, ok := strings.CutPrefix(s.Str, refSchemaPrefix); ok {
-			if n, err := strconv.Atoi(v); err == nil && n > 1 {
-				d.refuse(s.Pointer, envmanifest.ClassInvalidValue,
-					"schema %q is newer than this tool reads (%s); upgrade sandbox-resume to read it", s.Str, RefSchema)
-				return nil, &envmanifest.RefusedError{Refusals: d.rs}
-			}
-		}
+	if inner.Kind != strictjson.KindObject {
+		d.refuse(inner.Pointer, envmanifest.ClassInvalidValue, "the ref must be an object, not %s", inner.Kind)
+		return nil, &envmanifest.RefusedError{Refusals: d.rs}
 	}
-	r := &Ref{}
-	top, ok := d.members(inner, "the ref", refMembers)
+	// The schema first: it decides which members a ref has.
+	want, ok := d.schemaOf(inner)
 	if !ok {
 		return nil, &envmanifest.RefusedError{Refusals: d.rs}
 	}
-	if s, ok := d.str(top["schema"], "schema"); ok {
-		if s != RefSchema {
-			d.refuse(top["schema"].Pointer, envmanifest.ClassInvalidValue, "schema must be %q, not %q", RefSchema, s)
-		}
-		r.Schema = s
-	}
+	r := &Ref{Schema: d.schema}
+	top, _ := d.members(inner, "the ref", want)
 	if s, ok := d.str(top["run"], "run"); ok {
 		if !ValidRunID(s) {
 			d.refuse(top["run"].Pointer, envmanifest.ClassInvalidValue, "run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", s, MaxRunIDLen)
@@ -291,8 +322,13 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	if m, ok := d.members(top["base"], "base", baseMembers); ok {
 		r.Base = d.base(m)
 	}
-	if m, ok := d.members(top["rootfsDiff"], "rootfsDiff", diffMembers); ok {
-		r.RootfsDiff = d.diff(top["rootfsDiff"], m)
+	if r.IsV1() {
+		r.Generation = 1
+		if m, ok := d.members(top["rootfsDiff"], "rootfsDiff", layerMembers); ok {
+			r.Layers = []Layer{d.layer(top["rootfsDiff"], m)}
+		}
+	} else {
+		d.v2(inner, top, r)
 	}
 	r.KeptRunning = d.boolean(top["keptRunning"], "keptRunning")
 	if s, ok := d.str(top["created"], "created"); ok {
@@ -306,6 +342,122 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 		return nil, &envmanifest.RefusedError{Refusals: d.rs}
 	}
 	return r, nil
+}
+
+// schemaOf reads the ref's "schema" member and returns the members of that
+// schema; ok is false, with one refusal at /ref/schema, when the schema is
+// not one this tool reads.
+func (d *refDecoder) schemaOf(inner *strictjson.Node) ([]refMember, bool) {
+	ptr := strictjson.Pointer(inner.Pointer, "schema")
+	n := inner.Get("schema")
+	switch {
+	case n == nil:
+		d.refuse(ptr, envmanifest.ClassMissing, "the ref needs member \"schema\" (%q or %q)", RefSchemaV2, RefSchemaV1)
+		return nil, false
+	case n.Kind != strictjson.KindString:
+		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "schema must be a string, not %s", n.Kind)
+		return nil, false
+	case n.Str == RefSchemaV2:
+		d.schema = RefSchemaV2
+		return refMembersV2, true
+	case n.Str == RefSchemaV1:
+		d.schema = RefSchemaV1
+		return refMembersV1, true
+	}
+	if v, ok := strings.CutPrefix(n.Str, refSchemaPrefix); ok {
+		if k, err := strconv.Atoi(v); err == nil && k > 2 {
+			d.refuse(n.Pointer, envmanifest.ClassInvalidValue,
+				"schema %q is newer than this tool reads (%s and %s); upgrade sandbox-resume to read it", n.Str, RefSchemaV2, RefSchemaV1)
+			return nil, false
+		}
+	}
+	d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "schema must be %q or %q, not %q", RefSchemaV2, RefSchemaV1, n.Str)
+	return nil, false
+}
+
+// v2 decodes the members only a RefSchemaV2 ref has: generation, parent,
+// layers, spec, runtime and fence.
+func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node, r *Ref) {
+	gen, genOK := d.whole(inner, top["generation"], "generation", "generations", 1)
+	r.Generation = gen
+	if genOK {
+		for _, name := range []string{"parent", "fence"} {
+			switch n := top[name]; {
+			case gen >= 2 && n == nil:
+				d.refuse(strictjson.Pointer(inner.Pointer, name), envmanifest.ClassMissing,
+					"generation %d needs member %q (present exactly when generation ≥ 2)", gen, name)
+			case gen == 1 && n != nil:
+				d.refuse(n.Pointer, envmanifest.ClassInvalidValue,
+					"generation 1 has no %q (present exactly when generation ≥ 2)", name)
+			}
+		}
+	}
+	if n := top["parent"]; n != nil {
+		if s, ok := d.str(n, "parent"); ok {
+			if !sha256HexRE.MatchString(s) {
+				d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "parent must be sha256: and 64 lowercase hex (the parent ref file's digest), not %q", s)
+			} else {
+				r.Parent = digest.Digest(s)
+			}
+		}
+	}
+	if n := top["fence"]; n != nil {
+		r.Fence, _ = d.whole(inner, n, "fence", "fencing tokens", 1)
+	}
+	if n := top["layers"]; n != nil {
+		switch {
+		case n.Kind != strictjson.KindArray:
+			d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "layers must be an array of layer descriptors, not %s", n.Kind)
+		case len(n.Elems) == 0 || len(n.Elems) > MaxLayers:
+			d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "layers must hold 1 to %d layers, not %d", MaxLayers, len(n.Elems))
+		default:
+			r.Layers = make([]Layer, 0, len(n.Elems))
+			for i, e := range n.Elems {
+				if m, ok := d.members(e, fmt.Sprintf("layer %d", i), layerMembers); ok {
+					r.Layers = append(r.Layers, d.layer(e, m))
+				}
+			}
+		}
+	}
+	if m, ok := d.members(top["spec"], "spec", descriptorMembers); ok {
+		spec := &Descriptor{}
+		if s, ok := d.str(m["mediaType"], "mediaType"); ok {
+			if s != MediaTypeSpec {
+				d.refuse(m["mediaType"].Pointer, envmanifest.ClassInvalidValue, "spec mediaType must be %q, not %q", MediaTypeSpec, s)
+			}
+			spec.MediaType = s
+		}
+		spec.Digest = d.digest(m["digest"], "digest")
+		spec.Size = d.size(top["spec"], m["size"], "size")
+		r.Spec = spec
+	}
+	if m, ok := d.members(top["runtime"], "runtime", runtimeMembers); ok {
+		rt := &Runtime{}
+		if s, ok := d.str(m["name"], "name"); ok {
+			if s == "" {
+				d.refuse(m["name"].Pointer, envmanifest.ClassInvalidValue, "runtime name must not be empty")
+			}
+			rt.Name = s
+		}
+		if om, ok := d.members(m["options"], "runtime options", runtimeOptionsMembers); ok {
+			opts := &RuntimeOptions{}
+			if s, ok := d.str(om["typeUrl"], "typeUrl"); ok {
+				if s == "" {
+					d.refuse(om["typeUrl"].Pointer, envmanifest.ClassInvalidValue, "typeUrl must not be empty")
+				}
+				opts.TypeURL = s
+			}
+			if s, ok := d.str(om["value"], "value"); ok {
+				v, err := base64.StdEncoding.Strict().DecodeString(s)
+				if err != nil {
+					d.refuse(om["value"].Pointer, envmanifest.ClassInvalidValue, "value must be standard base64 with padding (RFC 4648 §4): %v", err)
+				}
+				opts.Value = v
+			}
+			rt.Options = opts
+		}
+		r.Runtime = rt
+	}
 }
 
 func (d *refDecoder) policy(n *strictjson.Node) []string {
@@ -390,25 +542,26 @@ func (d *refDecoder) base(m map[string]*strictjson.Node) Base {
 	return b
 }
 
-// layerMediaTypes are the OCI layer media types a rootfs diff may have
-// (image-spec v1.1 "Image Layer Filesystem Changeset").
-var layerMediaTypes = []string{
+// LayerMediaTypes are the media types a SnapshotRef layer may have: the
+// OCI layer media types (image-spec v1.1 "Image Layer Filesystem
+// Changeset"): tar, tar+gzip and tar+zstd.
+var LayerMediaTypes = []string{
 	ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayerZstd,
 }
 
-func (d *refDecoder) diff(obj *strictjson.Node, m map[string]*strictjson.Node) Diff {
-	var df Diff
+func (d *refDecoder) layer(obj *strictjson.Node, m map[string]*strictjson.Node) Layer {
+	var l Layer
 	if s, ok := d.str(m["mediaType"], "mediaType"); ok {
-		if !slices.Contains(layerMediaTypes, s) {
-			d.refuse(m["mediaType"].Pointer, envmanifest.ClassInvalidValue, "mediaType must be an OCI layer media type (%s), not %q", strings.Join(layerMediaTypes, ", "), s)
+		if !slices.Contains(LayerMediaTypes, s) {
+			d.refuse(m["mediaType"].Pointer, envmanifest.ClassInvalidValue, "mediaType must be an OCI layer media type (%s), not %q", strings.Join(LayerMediaTypes, ", "), s)
 		}
-		df.MediaType = s
+		l.MediaType = s
 	}
-	df.Digest = d.digest(m["digest"], "digest")
-	df.Size = d.size(obj, m["size"], "size")
-	df.DiffID = d.digest(m["diffID"], "diffID")
-	df.UncompressedSize = d.size(obj, m["uncompressedSize"], "uncompressedSize")
-	return df
+	l.Digest = d.digest(m["digest"], "digest")
+	l.Size = d.size(obj, m["size"], "size")
+	l.DiffID = d.digest(m["diffID"], "diffID")
+	l.UncompressedSize = d.size(obj, m["uncompressedSize"], "uncompressedSize")
+	return l
 }
 
 // checkIntegrity is check 4 "ref-integrity" of docs/design.md "Resume decision":
@@ -439,18 +592,100 @@ func checkIntegrity(r *Ref, inner *strictjson.Node) error {
 	return nil
 }
 
-// Canonical returns the RFC 8785 JCS bytes of the ref: the bytes its
-// signatures cover. Policy nil is written as [] (docs/design.md "SnapshotRef":
-// "[] when none"); optional members that are empty are omitted.
+// refWireV1 is the JSON form of a RefSchemaV1 ref.
+type refWireV1 struct {
+	Schema      string           `json:"schema"`
+	Run         string           `json:"run"`
+	Manifest    string           `json:"manifest"`
+	Core        envmanifest.Core `json:"core"`
+	Pinned      bool             `json:"pinned"`
+	Policy      []string         `json:"policy"`
+	Lockfile    string           `json:"lockfile,omitempty"`
+	Host        Host             `json:"host"`
+	Base        Base             `json:"base"`
+	RootfsDiff  Layer            `json:"rootfsDiff"`
+	KeptRunning bool             `json:"keptRunning"`
+	Created     string           `json:"created"`
+}
+
+// refWireV2 is the JSON form of a RefSchemaV2 ref.
+type refWireV2 struct {
+	Schema      string           `json:"schema"`
+	Run         string           `json:"run"`
+	Generation  uint64           `json:"generation"`
+	Parent      digest.Digest    `json:"parent,omitempty"`
+	Manifest    string           `json:"manifest"`
+	Core        envmanifest.Core `json:"core"`
+	Pinned      bool             `json:"pinned"`
+	Policy      []string         `json:"policy"`
+	Lockfile    string           `json:"lockfile,omitempty"`
+	Host        Host             `json:"host"`
+	Base        Base             `json:"base"`
+	Layers      []Layer          `json:"layers"`
+	Spec        Descriptor       `json:"spec"`
+	Runtime     Runtime          `json:"runtime"`
+	Fence       *uint64          `json:"fence,omitempty"`
+	KeptRunning bool             `json:"keptRunning"`
+	Created     string           `json:"created"`
+}
+
+// MarshalJSON writes the ref in the wire form of its Schema
+// (docs/design.md "SnapshotRef"): a RefSchemaV1 ref with its one layer as
+// "rootfsDiff" and no generation, parent, spec, runtime or fence; a
+// RefSchemaV2 ref with every member, "parent" and "fence" exactly when
+// Generation ≥ 2. Policy and Base.DiffIDs nil are written as []. A ref
+// that its schema cannot express — another schema, a V1 ref without
+// exactly one layer or at a generation other than 1, a V2 ref without
+// Spec or Runtime — is an error naming what is wrong.
+func (r Ref) MarshalJSON() ([]byte, error) {
+	policy := r.Policy
+	if policy == nil {
+		policy = []string{}
+	}
+	base := r.Base
+	if base.DiffIDs == nil {
+		base.DiffIDs = []digest.Digest{}
+	}
+	switch r.Schema {
+	case RefSchemaV1:
+		if len(r.Layers) != 1 || r.Generation > 1 || r.Parent != "" || r.Spec != nil || r.Runtime != nil || r.Fence != 0 {
+			return nil, fmt.Errorf("snapshot ref of run %q: a %s ref records generation 1 with exactly one layer and no parent, spec, runtime or fence (has generation %d, %d layers)",
+				r.Run, RefSchemaV1, r.Generation, len(r.Layers))
+		}
+		return json.Marshal(refWireV1{
+			Schema: r.Schema, Run: r.Run, Manifest: r.Manifest, Core: r.Core, Pinned: r.Pinned, Policy: policy,
+			Lockfile: r.Lockfile, Host: r.Host, Base: base, RootfsDiff: r.Layers[0], KeptRunning: r.KeptRunning, Created: r.Created,
+		})
+	case RefSchemaV2:
+		if r.Spec == nil || r.Runtime == nil {
+			return nil, fmt.Errorf("snapshot ref of run %q generation %d: a %s ref needs a spec and a runtime", r.Run, r.Generation, RefSchemaV2)
+		}
+		if r.Generation == 0 {
+			return nil, fmt.Errorf("snapshot ref of run %q: generation 0 (generations start at 1)", r.Run)
+		}
+		w := refWireV2{
+			Schema: r.Schema, Run: r.Run, Generation: r.Generation, Manifest: r.Manifest, Core: r.Core, Pinned: r.Pinned,
+			Policy: policy, Lockfile: r.Lockfile, Host: r.Host, Base: base, Layers: r.Layers, Spec: *r.Spec,
+			Runtime: *r.Runtime, KeptRunning: r.KeptRunning, Created: r.Created,
+		}
+		if w.Layers == nil {
+			w.Layers = []Layer{}
+		}
+		if r.Generation >= 2 {
+			fence := r.Fence
+			w.Parent, w.Fence = r.Parent, &fence
+		} else if r.Parent != "" || r.Fence != 0 {
+			return nil, fmt.Errorf("snapshot ref of run %q: generation 1 has no parent or fence", r.Run)
+		}
+		return json.Marshal(w)
+	}
+	return nil, fmt.Errorf("snapshot ref of run %q: schema %q is not %q or %q", r.Run, r.Schema, RefSchemaV2, RefSchemaV1)
+}
+
+// Canonical returns the RFC 8785 JCS bytes of the ref's JSON form
+// (MarshalJSON): the bytes its signatures cover.
 func (r *Ref) Canonical() ([]byte, error) {
-	c := *r
-	if c.Policy == nil {
-		c.Policy = []string{}
-	}
-	if c.Base.DiffIDs == nil {
-		c.Base.DiffIDs = []digest.Digest{}
-	}
-	raw, err := json.Marshal(&c)
+	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("marshal snapshot ref: %w", err)
 	}

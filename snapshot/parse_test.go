@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -77,7 +78,7 @@ func TestOpenRefRefusals(t *testing.T) {
 		{"unknown in host", []string{`"snapshotter":"overlayfs"`, `"snapshotter":"overlayfs","uuid":"x"`}, []want{{"/ref/host/uuid", envmanifest.ClassUnknownProperty}}},
 		{"missing created", []string{`"created":"2026-11-30T17:00:00Z",`, ``}, []want{{"/ref/created", envmanifest.ClassMissing}}},
 		{"missing diffID", []string{`"diffID":"sha256:6f6024f2f68d5fff849a9cc63df69dddf36b87983ef3dec70de7d4bbfbc5b245",`, ``}, []want{{"/ref/rootfsDiff/diffID", envmanifest.ClassMissing}}},
-		{"newer schema alone", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/2"`, `"run":`, `"extra":1,"run":`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
+		{"newer schema alone", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/3"`, `"run":`, `"extra":1,"run":`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
 		{"other schema", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/x"`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
 		{"run grammar", []string{`"r.1_x-2"`, `"R1"`}, []want{{"/ref/run", envmanifest.ClassInvalidValue}}},
 		{"run too long", []string{`"r.1_x-2"`, `"` + strings.Repeat("r", 64) + `"`}, []want{{"/ref/run", envmanifest.ClassInvalidValue}}},
@@ -215,5 +216,83 @@ func TestOpenRefSteps(t *testing.T) {
 	var oe *OpenError
 	if _, err := OpenRefUnsafe(editRef(t, "minimal", `"pinned":false`, `"pinned":true`)); !errors.As(err, &oe) || oe.Step != StepIntegrity {
 		t.Fatalf("OpenRefUnsafe of a tampered ref: %v", err)
+	}
+}
+
+// refVector is one entry of testdata/ref2/vectors.json.
+type refVector struct {
+	File       string `json:"file"`
+	Name       string `json:"name"`
+	Accepted   bool   `json:"accepted"`
+	Schema     string `json:"schema"`
+	Generation uint64 `json:"generation"`
+	Layers     int    `json:"layers"`
+	Spec       bool   `json:"spec"`
+	Check      string `json:"check"`
+	Class      string `json:"class"`
+	ExitCode   int    `json:"exitCode"`
+	Refusals   []struct {
+		Pointer string            `json:"pointer"`
+		Class   envmanifest.Class `json:"class"`
+	} `json:"refusals"`
+}
+
+// TestRefVectors runs the hand-written vectors of testdata/ref2 (the
+// expectations are data: vectors.json) through OpenRef: accepted ones open
+// with their schema, generation, layer count and spec, and re-encode to
+// their own bytes; refused ones fail at StepSchema with exactly the listed
+// refusals.
+func TestRefVectors(t *testing.T) {
+	var table struct {
+		Vectors []refVector `json:"vectors"`
+	}
+	if err := json.Unmarshal(readTestdata(t, "ref2/vectors.json"), &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Vectors) < 15 {
+		t.Fatalf("%d vectors", len(table.Vectors))
+	}
+	priv, err := envelope.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := testKey(t)
+	for _, v := range table.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			canonical := readTestdata(t, filepath.Join("ref2", v.File))
+			file, err := envelope.Sign(envelope.MemberRef, canonical, priv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := OpenRef(file, trust)
+			if v.Accepted {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if r.Schema != v.Schema || r.Generation != v.Generation || len(r.Layers) != v.Layers || (r.Spec != nil) != v.Spec || (r.Runtime != nil) != v.Spec {
+					t.Fatalf("opened %s generation %d, %d layers, spec %v, runtime %v", r.Schema, r.Generation, len(r.Layers), r.Spec, r.Runtime)
+				}
+				if got, err := r.Canonical(); err != nil || !bytes.Equal(got, canonical) {
+					t.Fatalf("re-encoded (err %v):\n got %s\nwant %s", err, got, canonical)
+				}
+				return
+			}
+			var oe *OpenError
+			var re *envmanifest.RefusedError
+			if !errors.As(err, &oe) || oe.Step != StepSchema || !errors.As(err, &re) {
+				t.Fatalf("err = %v, want a refusal at %s", err, StepSchema)
+			}
+			if v.Check != StepSchema || v.Class != "bad-input" || v.ExitCode != 2 {
+				t.Fatalf("the table says check %s class %s exit %d for a schema refusal", v.Check, v.Class, v.ExitCode)
+			}
+			if len(re.Refusals) != len(v.Refusals) {
+				t.Fatalf("refusals %v, want %v", re.Refusals, v.Refusals)
+			}
+			for i, w := range v.Refusals {
+				if re.Refusals[i].Pointer != w.Pointer || re.Refusals[i].Class != w.Class {
+					t.Errorf("refusal %d = %v, want %s %s", i, re.Refusals[i], w.Pointer, w.Class)
+				}
+			}
+		})
 	}
 }

@@ -6,18 +6,58 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
-// RefSchema is the value of Ref.Schema (docs/design.md "SnapshotRef"). A new member
-// means a new schema string, "sandbox.snapshot-ref/2".
-const RefSchema = "sandbox.snapshot-ref/1"
+// The SnapshotRef schema strings (docs/design.md "SnapshotRef"). Every
+// suspend writes RefSchema; RefSchemaV1 refs are still read, as
+// generation 1 with one layer and no spec. A new member means a new
+// schema string, "sandbox.snapshot-ref/3", which this version refuses.
+const (
+	RefSchemaV1 = "sandbox.snapshot-ref/1"
+	RefSchemaV2 = "sandbox.snapshot-ref/2"
+	// RefSchema is the schema suspend writes.
+	RefSchema = RefSchemaV2
+)
 
-// Names in containerd (docs/design.md "SnapshotRef"): lease ids are these prefixes
-// followed by the run id; labels and annotations live under LabelPrefix.
+// MaxLayers is the most layers a SnapshotRef records (docs/design.md
+// "SnapshotRef": `layers` holds 1 to 16 entries; a longer chain is
+// flattened into one layer).
+const MaxLayers = 16
+
+// MediaTypeSpec is the media type of a recorded runtime spec blob: the
+// exact JSON bytes of the container's OCI runtime spec that containerd
+// holds (docs/design.md "SnapshotRef", member "spec").
+const MediaTypeSpec = "application/vnd.sandbox-resume.runtime-spec.v1+json"
+
+// Names in containerd (docs/design.md "SnapshotRef"): lease ids are these
+// prefixes followed by the run id; labels and annotations live under
+// LabelPrefix.
 const (
 	RunLeasePrefix   = "sandbox-resume.run/"
 	ClaimLeasePrefix = "sandbox-resume.claim/"
 	LabelPrefix      = "io.sandbox-resume."
-	LabelRun         = "io.sandbox-resume.run"
-	LabelManifest    = "io.sandbox-resume.manifest"
+	// LabelRun is the run id, on a runtime container a suspend labelled
+	// and on every incarnation.
+	LabelRun = "io.sandbox-resume.run"
+	// LabelManifest is the run's manifest address ("blake3:<64 hex>").
+	LabelManifest = "io.sandbox-resume.manifest"
+	// LabelGeneration is, on an incarnation, the generation it was resumed
+	// from (decimal).
+	LabelGeneration = "io.sandbox-resume.generation"
+	// LabelRef is, on an incarnation, the digest of the ref file it was
+	// resumed from.
+	LabelRef = "io.sandbox-resume.ref"
+	// LabelFence is the fencing token the container holds the run with
+	// (decimal): on an incarnation, the token its Claim issued; on a
+	// runtime container kept running by a suspend, the token the ledger
+	// issued to it.
+	LabelFence = "io.sandbox-resume.fence"
+	// LabelSuspended is, on a container whose suspend stopped it, the
+	// generation written (decimal). A container carrying it is never
+	// suspended again.
+	LabelSuspended = "io.sandbox-resume.suspended"
+	// LabelSuspending is the generation a suspend is writing (decimal),
+	// set before the task is paused and removed last; a container carrying
+	// it had its suspend interrupted, and only a rerun finishes it.
+	LabelSuspending = "io.sandbox-resume.suspending"
 )
 
 // Host identity sources recorded in Host.IDSource.
@@ -26,22 +66,62 @@ const (
 	IDSourceOverride      = "override"      // --host-id or SANDBOX_RESUME_HOST_ID
 )
 
-// Ref is the SnapshotRef: the signed record of a suspended run (docs/design.md
-// "SnapshotRef"). Its JSON members are exactly these; unknown members are
-// refused when a ref is parsed.
+// Ref is the SnapshotRef: the signed record of one generation of a
+// suspended run (docs/design.md "SnapshotRef"). One type holds both
+// schemas; Schema tells which:
+//
+//   - RefSchemaV2, written by every suspend: every member below.
+//     Parent and Fence are present exactly when Generation ≥ 2.
+//   - RefSchemaV1, read only: its "rootfsDiff" is Layers[0] (exactly one
+//     layer), Generation is 1, and Parent, Spec, Runtime and Fence are
+//     empty.
+//
+// Its JSON form (MarshalJSON, Canonical) is the wire form of its Schema.
+// Unknown members are refused when a ref is parsed.
 type Ref struct {
-	Schema      string           `json:"schema"`
-	Run         string           `json:"run"`
-	Manifest    string           `json:"manifest"` // address of Core: "blake3:<64 hex>"
-	Core        envmanifest.Core `json:"core"`
-	Pinned      bool             `json:"pinned"`             // Core.IsPinned()
-	Policy      []string         `json:"policy"`             // effective reserved env names, sorted; [] when none
-	Lockfile    string           `json:"lockfile,omitempty"` // "sha256:<hex>" of the lockfile bytes used
-	Host        Host             `json:"host"`
-	Base        Base             `json:"base"`
-	RootfsDiff  Diff             `json:"rootfsDiff"`
-	KeptRunning bool             `json:"keptRunning"`
-	Created     string           `json:"created"` // RFC 3339, UTC, seconds
+	// Schema is RefSchemaV1 or RefSchemaV2.
+	Schema string `json:"schema"`
+	// Run is the run id (ValidRunID).
+	Run string `json:"run"`
+	// Generation is which suspend of the run this ref records, ≥ 1.
+	Generation uint64 `json:"generation"`
+	// Parent is the sha256 of the parent generation's ref file bytes;
+	// present exactly when Generation ≥ 2.
+	Parent digest.Digest `json:"parent,omitempty"`
+	// Manifest is the address of Core: "blake3:<64 hex>".
+	Manifest string `json:"manifest"`
+	// Core is the manifest core of the environment the run was suspended
+	// in.
+	Core envmanifest.Core `json:"core"`
+	// Pinned is Core.IsPinned().
+	Pinned bool `json:"pinned"`
+	// Policy is the effective list of reserved environment names, sorted;
+	// [] when none.
+	Policy []string `json:"policy"`
+	// Lockfile is "sha256:<hex>" of the lockfile bytes used; empty
+	// (absent) when none was.
+	Lockfile string `json:"lockfile,omitempty"`
+	// Host is the daemon the run was suspended on.
+	Host Host `json:"host"`
+	// Base is what the core's image resolved to (copied from the parent
+	// at a later generation).
+	Base Base `json:"base"`
+	// Layers are the rootfs diffs that, applied over Base in order (oldest
+	// first), give this generation's filesystem: 1 to MaxLayers entries.
+	Layers []Layer `json:"layers"`
+	// Spec describes the recorded runtime spec blob (media type
+	// MediaTypeSpec); nil for a RefSchemaV1 ref.
+	Spec *Descriptor `json:"spec"`
+	// Runtime is the container's runtime and its options; nil for a
+	// RefSchemaV1 ref.
+	Runtime *Runtime `json:"runtime"`
+	// Fence is the fencing token of the container that was suspended;
+	// present exactly when Generation ≥ 2 (and then ≥ 1).
+	Fence uint64 `json:"fence,omitempty"`
+	// KeptRunning is whether the suspend used --keep-running.
+	KeptRunning bool `json:"keptRunning"`
+	// Created is when the suspend began: RFC 3339, UTC, seconds.
+	Created string `json:"created"`
 
 	// coreCanonical is the JCS of the core exactly as parsed, kept by
 	// decodeRef so checkIntegrity need not canonicalize it again.
@@ -49,6 +129,9 @@ type Ref struct {
 	// provenance is what OpenRef established about the signatures.
 	provenance Provenance
 }
+
+// IsV1 reports whether r is a RefSchemaV1 ref (no spec, one layer).
+func (r *Ref) IsV1() bool { return r.Schema == RefSchemaV1 }
 
 // Host identifies the containerd daemon a run was suspended on, with the
 // facts resume compares.
@@ -72,13 +155,39 @@ type Base struct {
 	DiffIDs        []digest.Digest `json:"diffIDs"`
 }
 
-// Diff describes the rootfs diff layer: the compressed blob (Digest, Size in
-// bytes, MediaType) and the uncompressed tar (DiffID, UncompressedSize in
-// bytes).
-type Diff struct {
+// Layer describes one rootfs diff layer: the compressed blob (Digest, Size
+// in bytes, MediaType: an OCI layer media type, tar, tar+gzip or
+// tar+zstd) and the uncompressed tar (DiffID, UncompressedSize in bytes).
+type Layer struct {
 	MediaType        string        `json:"mediaType"`
 	Digest           digest.Digest `json:"digest"`
 	Size             int64         `json:"size"`
 	DiffID           digest.Digest `json:"diffID"`
 	UncompressedSize int64         `json:"uncompressedSize"`
+}
+
+// Descriptor names a blob: its media type, sha256 digest and size in
+// bytes. A ref's Spec is one (media type MediaTypeSpec).
+type Descriptor struct {
+	MediaType string        `json:"mediaType"`
+	Digest    digest.Digest `json:"digest"`
+	Size      int64         `json:"size"`
+}
+
+// Runtime is a container's runtime as containerd records it: the runtime
+// name ("io.containerd.runc.v2", "io.containerd.runsc.v1") and its options
+// (nil when the container has none). The incarnation is created with the
+// same runtime and options (docs/design.md "SnapshotRef", member
+// "runtime").
+type Runtime struct {
+	Name    string          `json:"name"`
+	Options *RuntimeOptions `json:"options,omitempty"`
+}
+
+// RuntimeOptions are a runtime's options as a protobuf Any: the type URL
+// and the serialized message, exactly as containerd holds them (its JSON
+// form writes Value in standard base64 with padding).
+type RuntimeOptions struct {
+	TypeURL string `json:"typeUrl"`
+	Value   []byte `json:"value"`
 }

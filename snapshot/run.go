@@ -46,6 +46,8 @@ func DefaultRunID(containerID string) (run string, ok bool) {
 // base image content from suspension until discard (docs/design.md "SnapshotRef").
 func RunLease(run string) string { return RunLeasePrefix + run }
 
-// ClaimLease returns the id of the claim lease of run,
-// "sandbox-resume.claim/<run>" (docs/design.md "Materialize, claim, run lifecycle").
+// ClaimLease returns the id of the claim lease the previous release (`/1`)
+// created for run, "sandbox-resume.claim/<run>". This release creates none:
+// the ledger holds claims (docs/design.md "The run ledger"); a lease still
+// present is refused by the upgrade rule and deleted by discard.
 func ClaimLease(run string) string { return ClaimLeasePrefix + run }

@@ -6,12 +6,15 @@
 // occurrence of a duplicated name) and, where build or dockerFile went, the
 // table's image put in — the stripped variants of envmanifest/corpus_test.go,
 // built the same way from envmanifest/testdata/corpus-expected.json. A
-// variant is written only when Ingest accepts it.
+// variant is written only when Ingest accepts it, and only with the
+// canonical bytes and address pinned for it in
+// envmanifest/testdata/corpus-canonical.json (a variant that moved, or is
+// not pinned, is an error: the benchmark measures the pinned documents).
 //
 //	go run ./bench/corpusvariants CORPUS_DIR OUT_DIR
 //
 // It prints one line per corpus file (written or skipped, and why) and
-// exits 1 when nothing was written.
+// exits 1 when nothing was written or a variant is not as pinned.
 package main
 
 import (
@@ -55,6 +58,19 @@ func main() {
 	if err := json.Unmarshal(data, &table); err != nil {
 		fail(fmt.Errorf("envmanifest/testdata/corpus-expected.json: %w", err))
 	}
+	pinned, err := os.ReadFile("envmanifest/testdata/corpus-canonical.json")
+	if err != nil {
+		fail(err)
+	}
+	var pins struct {
+		Files map[string]struct {
+			Address   string `json:"address"`
+			Canonical string `json:"canonical"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(pinned, &pins); err != nil {
+		fail(fmt.Errorf("envmanifest/testdata/corpus-canonical.json: %w", err))
+	}
 	files, err := filepath.Glob(filepath.Join(corpus, "*.json"))
 	if err != nil {
 		fail(err)
@@ -82,9 +98,13 @@ func main() {
 			}
 			how = "refused members removed"
 		}
-		if _, err := envmanifest.Ingest(variant, envmanifest.Options{}); err != nil {
+		m, err := envmanifest.Ingest(variant, envmanifest.Options{})
+		if err != nil {
 			fmt.Printf("skip %s: refused after removal: %v\n", name, firstLine(err))
 			continue
+		}
+		if pin, ok := pins.Files[name]; !ok || pin.Address != m.Address || pin.Canonical != string(m.Canonical) {
+			fail(fmt.Errorf("%s: address %s is not the one pinned in envmanifest/testdata/corpus-canonical.json (%q); run go test ./envmanifest -run TestCorpus", name, m.Address, pin.Address))
 		}
 		if err := os.WriteFile(filepath.Join(out, name), variant, 0o644); err != nil {
 			fail(err)

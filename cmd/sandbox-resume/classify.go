@@ -7,6 +7,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -28,6 +29,10 @@ var sentinelClasses = []struct {
 	{suspend.ErrContainerNotFound, exitcode.ClassBadInput},
 	{snapshot.ErrRunNotFound, exitcode.ClassBadInput},
 	{suspend.ErrRunConflict, exitcode.ClassClaimConflict},
+	{suspend.ErrAlreadySuspended, exitcode.ClassClaimConflict},
+	{suspend.ErrNeedsGenerations, exitcode.ClassBadInput},
+	{suspend.ErrRunMismatch, exitcode.ClassBadInput},
+	{suspend.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
 	{migrate.ErrArtifactRefused, exitcode.ClassBadInput},
 	{migrate.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
@@ -41,8 +46,9 @@ var sentinelClasses = []struct {
 // classified keeps its class; a document that does not ingest is refused;
 // an image whose devcontainer.metadata label is refused is image-metadata;
 // a failed check of resume has the check's class; an unreadable input file
-// is bad-input; then the first of sentinelClasses that err wraps; anything
-// else is internal.
+// is bad-input; a ledger refusal has its class (ledger.ClassOf); then the
+// first of sentinelClasses that err wraps; anything else (a locked or
+// unreachable ledger included) is internal.
 func classify(err error) exitcode.Class {
 	var ue *usageError
 	var ee *exitError
@@ -63,6 +69,14 @@ func classify(err error) exitcode.Class {
 		return ce.Class
 	case errors.As(err, &ie):
 		return exitcode.ClassBadInput
+	}
+	switch ledger.ClassOf(err) {
+	case ledger.ClassSuperseded:
+		return exitcode.ClassSuperseded
+	case ledger.ClassForked:
+		return exitcode.ClassForked
+	case ledger.ClassClaimConflict:
+		return exitcode.ClassClaimConflict
 	}
 	for _, s := range sentinelClasses {
 		if errors.Is(err, s.err) {

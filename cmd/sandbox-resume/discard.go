@@ -5,17 +5,28 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// newDiscardCmd is `discard --run ID` (DESIGN "Materialize, claim, run
-// lifecycle"): snapshot.Discard deletes the run and claim leases with
-// leases.SynchronousDelete. A run with neither lease is exit 2.
+// newDiscardCmd is `discard --run ID [--force] [--purge]` (docs/design.md
+// "The run ledger", "CLI contract"): resume.Discard — the ledger's Discard
+// (a tombstone), with --purge its Purge, then what the run holds in
+// containerd on this host (the run lease, the previous release's claim
+// lease, stopped incarnations) is deleted.
 func newDiscardCmd(g *globalOptions) *cobra.Command {
 	var run string
+	var opt resume.DiscardOptions
 	cmd := &cobra.Command{
-		Use:   "discard --run ID",
-		Short: "Delete a run's leases (its diff, ref blob and base content are then collected)",
+		Use:   "discard --run ID [--force] [--purge]",
+		Short: "End a run: tombstone it in the ledger and delete what it holds on this host",
+		Long: `Records the run as discarded in the run ledger (a tombstone: no generation of it
+resumes again, exit 9), and with --purge purges the tombstone (the run id is
+free again, from its fence on). A live or resuming run is refused (8) unless
+--force, which fences its holder out. Then deletes what the run holds in
+containerd on this host: its run lease (the layers, refs and base content only
+it held are collected), the claim lease of the previous release, and stopped
+incarnations; a running incarnation is kept and named.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("discard: unexpected argument %q", args[0])
@@ -35,20 +46,34 @@ func newDiscardCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer rt.Close()
-			deleted, err := snapshot.Discard(ctx, rt, run)
+			l, err := g.openLedger(ctx)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			res, err := resume.Discard(ctx, l, rt, run, opt)
 			if err != nil {
 				return err
 			}
 			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), map[string]any{"run": run, "deletedLeases": deleted})
+				writeJSON(cmd.OutOrStdout(), res)
 				return nil
 			}
-			for _, id := range deleted {
-				fmt.Fprintf(cmd.OutOrStdout(), "deleted lease %s\n", id)
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "run %s: %s\n", res.Run, res.State)
+			for _, id := range res.Deleted {
+				fmt.Fprintf(w, "deleted %s\n", id)
+			}
+			for _, id := range res.Kept {
+				fmt.Fprintf(w, "kept %s: its task runs (stop and delete it; it can no longer record a generation)\n", id)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&run, "run", "", "run id (required)")
+	f := cmd.Flags()
+	f.StringVar(&run, "run", "", "run id (required)")
+	f.BoolVar(&opt.Force, "force", false, "discard a live or resuming run too, fencing its holder out")
+	f.BoolVar(&opt.Purge, "purge", false, "then purge the tombstone (only the run id and its fence are kept)")
+	addLedgerFlags(cmd, g)
 	return cmd
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -24,10 +26,12 @@ func newKeygenCmd(g *globalOptions) *cobra.Command {
 				return usageErrorf("keygen: --out PREFIX is required")
 			}
 			pubPath, keyPath, err := envelope.WriteKeyPair(out, force)
-			if errors.Is(err, envelope.ErrKeyExists) {
+			switch {
+			case errors.Is(err, envelope.ErrKeyExists):
 				return fmt.Errorf("%w (use --force to overwrite)", err)
-			}
-			if err != nil {
+			case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+				return badInput(err) // --out names a directory that is not there
+			case err != nil:
 				return err
 			}
 			pub, err := envelope.LoadPublicKey(pubPath)

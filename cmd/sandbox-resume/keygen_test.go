@@ -78,11 +78,40 @@ func TestKeygenCmd(t *testing.T) {
 		t.Fatalf("keygen --force result %+v", res)
 	}
 
+	// Text output: one plain "already exists" sentence naming the file.
+	code, _, stderr = sigRun(t, "keygen", "--out", prefix)
+	if want := "sandbox-resume: keygen: " + prefix + ".key already exists (use --force to overwrite)\n"; code != 2 || stderr != want {
+		t.Fatalf("keygen over existing files: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+
 	// Usage errors: 64.
 	if code, _, _ := sigRun(t, "keygen"); code != 64 {
 		t.Fatalf("keygen without --out: exit %d, want 64", code)
 	}
 	if code, _, _ := sigRun(t, "keygen", "--out", prefix, "extra"); code != 64 {
 		t.Fatalf("keygen with an argument: exit %d, want 64", code)
+	}
+}
+
+// TestKeygenCmdMissingDir: --out into a directory that does not exist (or
+// is a file) is bad input (2) naming that directory, not a temporary
+// file, and writes nothing.
+func TestKeygenCmdMissingDir(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	code, out, stderr := sigRun(t, "keygen", "--out", filepath.Join(missing, "k"))
+	if want := "sandbox-resume: keygen: directory " + missing + " does not exist\n"; code != 2 || out != "" || stderr != want {
+		t.Fatalf("keygen into a missing directory: exit %d, stdout %q, stderr %q; want 2, %q", code, out, stderr, want)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = sigRun(t, "--output", "json", "keygen", "--out", filepath.Join(file, "k"))
+	if je := decodeJSONError(t, out); code != 2 || je.Class != "bad-input" || je.Message != "keygen: "+file+" is not a directory" {
+		t.Fatalf("keygen under a file: exit %d, %+v", code, je)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("keygen left files behind: %v", entries)
 	}
 }

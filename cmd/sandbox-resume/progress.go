@@ -36,7 +36,10 @@ func isTerminal(w io.Writer) bool {
 
 // barProgress is a migrate.Progress drawing one progressbar/v3 bar per
 // phase on w (bytes, rate; a spinner when the total is unknown). Safe for
-// concurrent use.
+// concurrent use. It starts no goroutine: the spinner moves when bytes are
+// added (progressbar's own spinner ticker is off), so every write to w
+// happens inside Phase, Add or finish, under mu, and nothing draws after
+// finish returns.
 type barProgress struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -64,6 +67,10 @@ func (p *barProgress) Phase(what string, total int64) {
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSpinnerType(14),
+		// No ticker goroutine redrawing the spinner on its own: it would
+		// write to w outside mu and outlive the bar (a bar with an unknown
+		// total is never finished by Add).
+		progressbar.OptionSetSpinnerChangeInterval(0),
 		progressbar.OptionSetRenderBlankState(true),
 	)
 }
@@ -84,8 +91,8 @@ func (p *barProgress) Add(n int64) {
 	_ = p.bar.Add64(n)
 }
 
-// endLocked completes the current bar (when the phase moved anything,
-// drawn full) and ends its line.
+// endLocked completes the current bar (drawn full when the phase moved
+// anything; left as it is otherwise) and ends its line.
 func (p *barProgress) endLocked() {
 	if p.bar == nil {
 		return
@@ -94,6 +101,7 @@ func (p *barProgress) endLocked() {
 		_ = p.bar.Finish()
 	} else {
 		_ = p.bar.Add64(0)
+		_ = p.bar.Exit()
 	}
 	fmt.Fprintln(p.w)
 	p.bar = nil

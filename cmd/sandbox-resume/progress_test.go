@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -67,5 +69,73 @@ func TestBarProgress(t *testing.T) {
 	}
 	if n := strings.Count(out, "\n"); n != 3 {
 		t.Errorf("%d lines ended, want one per phase (3):\n%q", n, out)
+	}
+}
+
+// guardWriter fails the test when written outside the calls the test
+// makes (open false): a bar drawing from a goroutine of its own.
+type guardWriter struct {
+	t    *testing.T
+	mu   sync.Mutex
+	open bool
+	buf  bytes.Buffer
+}
+
+func (w *guardWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.open {
+		w.t.Errorf("progress written outside Phase/Add/finish: %q", b)
+	}
+	return w.buf.Write(b)
+}
+
+func (w *guardWriter) set(open bool) {
+	w.mu.Lock()
+	w.open = open
+	w.mu.Unlock()
+}
+
+// progressGoroutines returns the stacks of live goroutines running
+// progressbar code.
+func progressGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var found []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "schollz/progressbar") {
+			found = append(found, g)
+		}
+	}
+	return found
+}
+
+// TestBarProgressNoGoroutine: phases with an unknown total (spinners),
+// one left unfinished by the next Phase, leave no goroutine behind once
+// finish returns, and nothing is drawn outside the calls (under -race, a
+// drawing goroutine is also a data race on the writer).
+func TestBarProgressNoGoroutine(t *testing.T) {
+	if g := progressGoroutines(); len(g) != 0 {
+		t.Fatalf("progressbar goroutines before the test:\n%s", strings.Join(g, "\n\n"))
+	}
+	w := &guardWriter{t: t}
+	p := &barProgress{w: w}
+	call := func(f func()) {
+		w.set(true)
+		defer w.set(false)
+		f()
+	}
+	call(func() { p.Phase("verify diff", -1) })
+	call(func() { p.Add(10) })
+	call(func() { p.Phase("import", 0) })
+	call(func() { p.Add(1 << 20) })
+	call(func() { p.Phase("scan", 4096) })
+	call(func() { p.Add(4096) })
+	call(func() { p.finish() })
+	if g := progressGoroutines(); len(g) != 0 {
+		t.Fatalf("%d progressbar goroutines left after finish:\n%s", len(g), strings.Join(g, "\n\n"))
+	}
+	if out := w.buf.String(); !strings.Contains(out, "verify diff") || !strings.Contains(out, "import") || strings.Count(out, "\n") != 3 {
+		t.Errorf("bar output:\n%q", out)
 	}
 }

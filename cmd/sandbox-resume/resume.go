@@ -14,34 +14,43 @@ import (
 // resumeOptions are the flags of `resume` (DESIGN "Resume decision").
 type resumeOptions struct {
 	ref, config, trust, lockfile, container string
-	check, start                            bool
+	check, start, takeOver                  bool
 }
 
 // newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
-// [--check] [--container ID] [--start] [--lockfile F]` (DESIGN "Resume
-// decision"): it runs the ten checks against the daemon at --address in
-// --namespace (host identity overridden by --host-id) and prints the
-// verdict; the exit code is the verdict's. With --check it only decides
-// (resume.Decide); without, resume.Resume claims the run at check 10 and
-// materializes it as a new container (--container, --start).
+// [--check] [--container ID] [--start] [--take-over] [--lockfile F]`
+// (docs/design.md "Resume decision"): it runs the checks against the daemon
+// at --address in --namespace (host identity overridden by --host-id) and
+// the run ledger (--ledger), and prints the verdict; the exit code is the
+// verdict's. With --check it only decides (resume.Decide: the ledger is
+// read, never written); without, resume.Resume claims the run in the ledger
+// and materializes it as a new container (--container, --start).
 func newResumeCmd(g *globalOptions) *cobra.Command {
 	var o resumeOptions
 	cmd := &cobra.Command{
-		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--lockfile F]",
+		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--take-over] [--lockfile F]",
 		Short: "Decide whether a suspended run may resume into the offered environment, and resume it",
-		Long: `Runs the ten resume checks (ref-parse, signature, ref-schema, ref-integrity,
+		Long: `Runs the resume checks (ref-parse, signature, ref-schema, ref-integrity,
 offered-ingest, manifest, host, image, snapshot, claim) and prints each result,
 the drift between the recorded and the offered manifest core, and the verdict.
 The exit code is the verdict's: 0 accepted, 2 bad input or a refused
 devcontainer.metadata image label (image-metadata), 3 manifest mismatch,
-4 unpinned cross-host, 5 image, 6 untrusted or tampered, 7 snapshot, 8 claim.
---check decides and changes nothing. Without --check, check 10 creates the run's
-claim lease (sandbox-resume.claim/<run>), then the rootfs diff is verified
-(digest, size, diffID; a mismatch is 7), the base layers and the diff are
-applied, and the container --container (default <run>-resumed) is created;
---start starts its task detached and reports its pid. Mounts, remoteUser and
-containerEnv values holding ${…} are not applied (listed in notApplied). The
-claim stays after a resume: a second resume of the run is 8.`,
+4 unpinned cross-host, 5 image, 6 untrusted, tampered or forked, 7 snapshot,
+8 claim conflict, 9 superseded; 1 when the daemon or the ledger fails.
+The claim check asks the run ledger (--ledger): a newer generation or a
+discarded run is 9, this generation recorded with another ref is 6, a run held
+(live, or being resumed), a claim lease of the previous release, or an existing
+container id is 8. --check decides and writes nothing. Without --check the
+ledger's Claim transition runs, the ref file's bytes are stored under the run
+lease, the rootfs diff is verified (digest, size, diffID; a mismatch is 7), the
+base layers and the diff are applied, the container --container (default
+<run>-resumed) is created with the labels run, manifest, generation, ref and
+fence, and the run goes live with it; a failure before the container exists
+releases the claim, and a claim lost meanwhile deletes the container (8).
+--take-over takes a live run from a lost holder (an operator's decision: the
+verdict names the fenced-out holder in takenOver). --start starts the task
+detached and reports its pid. Mounts, remoteUser and containerEnv values
+holding ${…} are not applied (listed in notApplied).`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("resume: unexpected argument %q (the ref and config are given with --ref and --config)", args[0])
@@ -56,17 +65,23 @@ claim stays after a resume: a second resume of the run is 8.`,
 			if err != nil {
 				return err
 			}
+			req.TakeOver = o.takeOver
 			ctx := cmd.Context()
 			rt, err := g.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
+			l, err := g.openLedger(ctx)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
 			var v *resume.Verdict
 			if o.check {
-				v = resume.Decide(ctx, rt, rt, req)
+				v = resume.Decide(ctx, rt, l, req)
 			} else {
-				v = resume.Resume(ctx, rt, rt, rt, req, resume.ResumeOptions{Container: o.container, Start: o.start})
+				v = resume.Resume(ctx, rt, l, rt, req, resume.ResumeOptions{Container: o.container, Start: o.start})
 			}
 			if g.output == outputJSON {
 				writeJSON(cmd.OutOrStdout(), v)
@@ -84,9 +99,11 @@ claim stays after a resume: a second resume of the run is 8.`,
 	f.StringVar(&o.config, "config", "", "the offered devcontainer.json (required)")
 	f.StringVar(&o.trust, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys (required)")
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
-	f.BoolVar(&o.check, "check", false, "decide only: run the checks, create nothing (no claim, no container)")
+	f.BoolVar(&o.check, "check", false, "decide only: run the checks, write nothing (no claim, no container)")
+	f.BoolVar(&o.takeOver, "take-over", false, "take a live run from its holder (a lost host or container), fencing it out: an operator's decision")
 	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-resumed); not used by --check")
 	f.BoolVar(&o.start, "start", false, "start the resumed container's task; needs a resume without --check")
+	addLedgerFlags(cmd, g)
 	return cmd
 }
 
@@ -146,8 +163,18 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 			fmt.Fprintf(w, ": recorded %s, offered %s\n", rec, off)
 		}
 	}
+	if v.Run != "" {
+		fmt.Fprintf(w, "\nrun: %s generation %d", v.Run, v.Generation)
+		if v.Fence != 0 {
+			fmt.Fprintf(w, " fence %d", v.Fence)
+		}
+		fmt.Fprintln(w)
+	}
+	if t := v.TakenOver; t != nil {
+		fmt.Fprintf(w, "taken over (an operator's decision): container %s in namespace %s on host %s, fence %d\n", t.Container, t.Namespace, t.Host, t.Fence)
+	}
 	if v.Container != "" {
-		fmt.Fprintf(w, "\ncontainer: %s\n", v.Container)
+		fmt.Fprintf(w, "container: %s\n", v.Container)
 	}
 	if v.Pid != 0 {
 		fmt.Fprintf(w, "pid: %d\n", v.Pid)

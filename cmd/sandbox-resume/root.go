@@ -26,6 +26,9 @@ type globalOptions struct {
 	output    string
 	debug     bool // --debug: log lines (retries) on stderr
 	stdin     io.Reader
+	// ledger holds the ledger flags of the commands that use the run
+	// ledger (addLedgerFlags).
+	ledger ledgerOptions
 }
 
 const (
@@ -89,6 +92,7 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		newResumeCmd(g),
 		newSuspendCmd(g),
 		newDiscardCmd(g),
+		newRunsCmd(g),
 		newExportCmd(g),
 		newImportCmd(g),
 		newPushCmd(g),

@@ -22,7 +22,7 @@ func newSignCmd(g *globalOptions) *cobra.Command {
 			}
 			key, err := envelope.LoadPrivateKey(keyPath)
 			if err != nil {
-				return err
+				return badInput(err) // a key file of the wrong kind is bad input (2), as for suspend
 			}
 			reserved, err := envmanifest.LoadPolicy(policy)
 			if err != nil {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
@@ -80,11 +82,41 @@ func TestSignCmd(t *testing.T) {
 	if code, out, _ := sigRun(t, "sign", "--key", key+".key", bad); code != 2 || out != "" {
 		t.Fatalf("sign of a refused config: exit %d, stdout %q", code, out)
 	}
-	// A public key is not a signing key.
-	if code, _, _ := sigRun(t, "sign", "--key", key+".pub", cfg); code == 0 {
-		t.Fatal("sign with a public key succeeded")
+	// A key file of the wrong kind is bad input (2), and the message says
+	// what the file holds.
+	if code, out, stderr := sigRun(t, "sign", "--key", key+".pub", cfg); code != 2 || out != "" ||
+		!strings.Contains(stderr, key+".pub") || !strings.Contains(stderr, `holds a public key (PEM "PUBLIC KEY"`) {
+		t.Fatalf("sign with a public key: exit %d, stdout %q, stderr %q; want 2 naming the file and its kind", code, out, stderr)
+	}
+	code, out, _ = sigRun(t, "--output", "json", "sign", "--key", key+".pub", cfg)
+	if je := decodeJSONError(t, out); code != 2 || je.Class != "bad-input" {
+		t.Fatalf("sign --output json with a public key: exit %d, %q", code, out)
 	}
 	if code, _, _ := sigRun(t, "sign", cfg); code != 64 {
 		t.Fatalf("sign without --key: exit %d, want 64", code)
 	}
+}
+
+// cliJSONError is the {"error": …} object of a failed command under
+// --output json.
+type cliJSONError struct {
+	Class    string `json:"class"`
+	Message  string `json:"message"`
+	Refusals []struct {
+		Pointer, Class, Message string
+	} `json:"refusals"`
+}
+
+// decodeJSONError decodes stdout as exactly one {"error": …} object.
+func decodeJSONError(t *testing.T, out string) cliJSONError {
+	t.Helper()
+	var v struct {
+		Error *cliJSONError `json:"error"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil || v.Error == nil || dec.More() {
+		t.Fatalf("stdout is not one {\"error\"} object (%v):\n%s", err, out)
+	}
+	return *v.Error
 }

@@ -163,3 +163,39 @@ func sigWriteTemp(t *testing.T, dir, name string, data []byte) string {
 	}
 	return p
 }
+
+// TestVerifyCmdNotSigned: a file that is not a signed manifest at all (a
+// devcontainer.json with comments, a plain JSON one, a signed ref) is
+// refused (2) with a message that says so and where; a signed manifest
+// that is merely broken is not called "not a signed manifest".
+func TestVerifyCmdNotSigned(t *testing.T) {
+	dir := t.TempDir()
+	key := sigKeygen(t, dir, "k")
+	jsonc := sigConfig(t, dir) // starts with "{\n\t// a comment"
+	plain := sigWriteTemp(t, dir, "plain.json", []byte(`{"image": "debian:12"}`))
+	ref := sigWriteTemp(t, dir, "ref.json", []byte(`{"ref": {}, "signatures": []}`))
+	broken := sigWriteTemp(t, dir, "broken.json", []byte(`{"manifest": {}, "signatures": 1}`))
+	for _, c := range []struct {
+		file string
+		want []string // lines of stderr, each a prefix
+		not  bool
+	}{
+		{jsonc, []string{"sandbox-resume: " + jsonc + " is not a signed manifest: 1 refusal", `  "": syntax: 2:2: invalid character '/'`}, true},
+		{plain, []string{"sandbox-resume: " + plain + " is not a signed manifest: 2 refusals", "  /image: unknown-property: ", "  /manifest: missing: "}, true},
+		{ref, []string{"sandbox-resume: " + ref + " is not a signed manifest: 2 refusals", "  /manifest: missing: ", "  /ref: unknown-property: "}, true},
+		{broken, []string{"sandbox-resume: " + broken + ": 1 refusal", "  /signatures: invalid-value: "}, false},
+	} {
+		code, out, stderr := sigRun(t, "verify", "--trust", key+".pub", c.file)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		ok := code == 2 && out == "" && len(lines) == len(c.want)
+		for i := 0; ok && i < len(lines); i++ {
+			ok = strings.HasPrefix(lines[i], c.want[i])
+		}
+		if !ok {
+			t.Errorf("verify %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and lines starting:\n%s", filepath.Base(c.file), code, out, stderr, strings.Join(c.want, "\n"))
+		}
+		if strings.Contains(stderr, "not a signed") != c.not {
+			t.Errorf("verify %s: stderr %q", filepath.Base(c.file), stderr)
+		}
+	}
+}

@@ -104,7 +104,10 @@ var Layout = map[string]Place{
 	// testimage builds OCI images in memory for fakes, suites and the
 	// harness; it imports nothing of ours.
 	"internal/testimage": {1, "internal/testimage", Library},
-	"internal/depcheck":  {1, "internal/depcheck", Library},
+	// testenv decides skip or fail for a missing prerequisite and gives
+	// the random trials their seed; tests and conformance suites import it.
+	"internal/testenv":  {1, "internal/testenv", Library},
+	"internal/depcheck": {1, "internal/depcheck", Library},
 
 	// envelope: strictjson and JCS (and the atomic writer, for key files).
 	"envelope":    {2, "envelope", Library},

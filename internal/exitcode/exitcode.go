@@ -12,16 +12,17 @@ package exitcode
 
 // Exit codes of the sandbox-resume CLI.
 const (
-	OK        = 0  // ok / resume accepted
-	Internal  = 1  // internal or daemon error
-	Refused   = 2  // refused input: devcontainer.json, lockfile, image metadata, SnapshotRef, spec or archive does not ingest
-	Mismatch  = 3  // manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one
-	CrossHost = 4  // unpinned cross-host claim
-	Image     = 5  // image unresolved or drifted in the content store
-	Untrusted = 6  // signature missing, invalid or untrusted; or ref tampered
-	Snapshot  = 7  // snapshot content missing or corrupt
-	Claim     = 8  // claim conflict: the run is being or was resumed, or the container id exists
-	Usage     = 64 // usage error
+	OK         = 0  // ok / resume accepted
+	Internal   = 1  // internal, daemon, registry or ledger error
+	Refused    = 2  // refused input: devcontainer.json, lockfile, image metadata, SnapshotRef, spec or archive does not ingest
+	Mismatch   = 3  // manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one
+	CrossHost  = 4  // unpinned cross-host claim
+	Image      = 5  // image unresolved or drifted in the content store
+	Untrusted  = 6  // signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)
+	Snapshot   = 7  // snapshot content missing or corrupt
+	Claim      = 8  // claim conflict: the run is held or being resumed, a fenced-out holder, the container id exists, the run id is taken
+	Superseded = 9  // superseded: a newer generation of the run exists, or the run was discarded
+	Usage      = 64 // usage error
 )
 
 // CodeInfo documents one exit code: the code and what it means, for people.
@@ -33,14 +34,15 @@ type CodeInfo struct {
 // Codes lists every exit code with its meaning, in ascending order.
 var Codes = []CodeInfo{
 	{OK, "ok / resume accepted"},
-	{Internal, "internal or daemon error"},
+	{Internal, "internal, daemon, registry or ledger error (unreachable, locked, no quorum, bad credentials)"},
 	{Refused, "refused input: devcontainer.json, lockfile, image metadata, SnapshotRef, spec or archive does not ingest (also a config file or container that does not exist)"},
 	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one (spec-drift)"},
 	{CrossHost, "unpinned cross-host claim"},
 	{Image, "image unresolved or drifted in the content store"},
-	{Untrusted, "signature missing, invalid or untrusted; or ref tampered"},
+	{Untrusted, "signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)"},
 	{Snapshot, "snapshot content missing or corrupt"},
-	{Claim, "claim conflict: the run is being or was resumed, or the container id exists"},
+	{Claim, "claim conflict: an incarnation holds the run or a claim is in flight (also a previous release's claim lease); a fenced-out incarnation or resumer; the container id exists; the run id is taken; the container was already suspended"},
+	{Superseded, "superseded: a newer generation of the run exists, or the run was discarded (the verdict names which)"},
 	{Usage, "usage error"},
 }
 
@@ -85,9 +87,17 @@ const (
 	// ClassSnapshotMissing: snapshot content missing or corrupt; verdict
 	// check 9, materialize, export (7).
 	ClassSnapshotMissing Class = "snapshot-missing"
-	// ClassClaimConflict: verdict check 10; suspend's run id taken; an
-	// existing container id (8).
+	// ClassForked: the ledger records another ref for this generation;
+	// verdict check 11 (6).
+	ClassForked Class = "forked"
+	// ClassClaimConflict: verdict check 11 (held, a claim in flight, a
+	// previous release's claim lease, an existing container id); a lost
+	// claim at Live; suspend (held elsewhere, run id taken, already
+	// suspended); discard and purge refusals (8).
 	ClassClaimConflict Class = "claim-conflict"
+	// ClassSuperseded: a newer generation of the run is recorded, or the
+	// run was discarded; verdict check 11 (9).
+	ClassSuperseded Class = "superseded"
 	// ClassUsage: a command-line mistake, an invalid run id (64).
 	ClassUsage Class = "usage"
 )
@@ -98,7 +108,7 @@ var VerdictClasses = []Class{
 	ClassBadInput, ClassUntrusted, ClassTampered, ClassManifestMismatch,
 	ClassUnpinnedCrossHost, ClassImageUnresolved, ClassImageDrifted,
 	ClassImageMetadata, ClassSnapshotMissing, ClassSpecDrift,
-	ClassClaimConflict, ClassInternal,
+	ClassForked, ClassClaimConflict, ClassSuperseded, ClassInternal,
 }
 
 // Code returns the exit code of class c; a class not in this table
@@ -107,7 +117,7 @@ func (c Class) Code() int {
 	switch c {
 	case ClassRefused, ClassBadInput, ClassImageMetadata:
 		return Refused
-	case ClassUntrusted, ClassTampered:
+	case ClassUntrusted, ClassTampered, ClassForked:
 		return Untrusted
 	case ClassManifestMismatch, ClassSpecDrift:
 		return Mismatch
@@ -119,6 +129,8 @@ func (c Class) Code() int {
 		return Snapshot
 	case ClassClaimConflict:
 		return Claim
+	case ClassSuperseded:
+		return Superseded
 	case ClassUsage:
 		return Usage
 	}

@@ -10,7 +10,7 @@ func TestClassCodes(t *testing.T) {
 		ClassManifestMismatch: 3, ClassSpecDrift: 3,
 		ClassUnpinnedCrossHost: 4, ClassImageUnresolved: 5, ClassImageDrifted: 5,
 		ClassUntrusted: 6, ClassTampered: 6, ClassSnapshotMissing: 7,
-		ClassClaimConflict: 8, ClassUsage: 64, Class("no-such-class"): 1,
+		ClassClaimConflict: 8, ClassForked: 6, ClassSuperseded: 9, ClassUsage: 64, Class("no-such-class"): 1,
 	}
 	for c, code := range want {
 		if got := c.Code(); got != code {

@@ -21,6 +21,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -230,14 +231,7 @@ func TestSIGKILLLeavesFileConsistent(t *testing.T) {
 	if testing.Short() {
 		trials = 4
 	}
-	sd := uint64(20261201)
-	if v := os.Getenv("SANDBOX_RESUME_TEST_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sd = n
-	}
+	sd := testenv.Seed(t, 20261201)
 	rng := rand.New(rand.NewPCG(sd, 1))
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	committed := map[string]string{} // run → last "FENCE GENERATION STATE" printed

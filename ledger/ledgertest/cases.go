@@ -1029,11 +1029,11 @@ func testContendedRuns(t *testing.T, s *suite) {
 				continue
 			}
 			if _, err := c.Live(s.ctx(), me.Container); err != nil {
-				return fmt.Errorf("Live of a claim nobody took over: %w", err)
+				return fmt.Errorf("live of a claim nobody took over: %w", err)
 			}
 			g := rec.Generation + 1
 			if _, err := s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: r, Generation: g, Ref: ref(g), Container: me.Container, Created: created, Fence: c.Fence()}); err != nil {
-				return fmt.Errorf("Suspended by the live holder: %w", err)
+				return fmt.Errorf("suspended by the live holder: %w", err)
 			}
 		}
 		return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -316,17 +316,9 @@ func startPurged() start {
 	return start{"purged", func(s *suite) (ledger.Record, bool) { return s.atPurged(2), true }}
 }
 
-// seed is the random walk's seed: SANDBOX_RESUME_TEST_SEED or a fixed one.
-func seed(t *testing.T) uint64 {
-	if v := os.Getenv("SANDBOX_RESUME_TEST_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("SANDBOX_RESUME_TEST_SEED=%q: %v", v, err)
-		}
-		return n
-	}
-	return 20261201
-}
+// seed is the random walk's seed: SANDBOX_RESUME_TEST_SEED or a fixed one
+// (internal/testenv; logged).
+func seed(t *testing.T) uint64 { return testenv.Seed(t, 20261201) }
 
 // race runs fn(i) for i in [0, n) from n goroutines released together and
 // returns their errors by i.

@@ -336,7 +336,7 @@ func sameClass(err, class error) bool {
 		{errdefs.ErrUnavailable, errdefs.IsUnavailable},
 		{errdefs.ErrAlreadyExists, errdefs.IsAlreadyExists},
 	} {
-		if c.class == class {
+		if errors.Is(class, c.class) {
 			return c.is(err)
 		}
 	}

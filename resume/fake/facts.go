@@ -21,7 +21,9 @@ import (
 )
 
 // Facts is an in-memory resume.Facts: a content store (blobs by digest), an
-// image store (normalized name → target descriptor) and fixed host facts.
+// image store (normalized name → target descriptor), fixed host facts, the
+// containers of one namespace (those its Materializer creates and those a
+// test puts), `/1` claim leases, and a rule for resumer processes.
 // The zero value is not usable; call NewFacts. It is safe for concurrent use.
 type Facts struct {
 	mu       sync.Mutex
@@ -30,6 +32,10 @@ type Facts struct {
 	matcher  platforms.MatchComparer
 	blobs    map[digest.Digest][]byte
 	images   map[string]ocispec.Descriptor
+
+	// state holds containers, `/1` claim leases and stored refs, shared
+	// with the Materializer made over these facts.
+	state *hostState
 }
 
 // NewFacts returns an empty store for host. host.Platform ("os/arch[/variant]")
@@ -48,6 +54,7 @@ func NewFacts(host snapshot.Host) (*Facts, error) {
 		matcher:  platforms.OnlyStrict(p),
 		blobs:    map[digest.Digest][]byte{},
 		images:   map[string]ocispec.Descriptor{},
+		state:    newHostState(),
 	}, nil
 }
 

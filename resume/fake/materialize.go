@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -16,136 +17,76 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Container is a container the fake Materializer created: its spec, the
-// chain id of its snapshot's parent (identity.ChainID of the base diffIDs
-// plus the diff's), its environment (image config Env, then spec.Env
-// overriding by key), its labels, and its task pid once started (0 before).
+// Container is a container of the fake host: for one the fake
+// Materializer created, its spec, the chain id of its snapshot's parent
+// (identity.ChainID of the base diffIDs plus the diff's), its environment
+// (image config Env, then spec.Env overriding by key); and for every
+// container its labels, its task pid once started (0 before) and whether
+// that task stopped.
 type Container struct {
 	Spec    resume.ContainerSpec
 	ChainID digest.Digest
 	Env     []string
 	Labels  map[string]string
 	Pid     uint32
+	Stopped bool
 }
 
-// Materializer is an in-memory resume.Materializer over a Facts content
-// store and a Claims store: claims are created atomically under the
-// Claims lock, containers live in memory, and a created container marks
-// the claim naming it as ContainerExists (so Claims.ClaimHolder reports it
-// live, as the daemon would). A claim it creates records ProcessAlive from
-// resume.ProcessAlive of its holder at creation (the real /proc rule);
-// tests may overwrite a claim with Claims.SetClaim. It is safe for
-// concurrent use.
+// Materializer is an in-memory resume.Materializer over a Facts: it reads
+// blobs from the Facts content store and keeps its containers in the
+// Facts, so the claim check sees them. It is safe for concurrent use.
 type Materializer struct {
-	facts  *Facts
-	claims *Claims
+	facts *Facts
 
-	mu         sync.Mutex
-	containers map[string]*Container
-	nextPID    uint32
+	mu      sync.Mutex
+	nextPID uint32
+	deleted []string
 }
 
-// NewMaterializer returns a Materializer reading blobs from facts and
-// keeping claims in claims.
-func NewMaterializer(facts *Facts, claims *Claims) *Materializer {
-	return &Materializer{facts: facts, claims: claims, containers: map[string]*Container{}, nextPID: 4000}
+// NewMaterializer returns a Materializer over facts.
+func NewMaterializer(facts *Facts) *Materializer {
+	return &Materializer{facts: facts, nextPID: 4000}
 }
 
-// CreateClaim records run's claim with holder's labels, or fails with
-// errdefs.ErrAlreadyExists when one exists.
-func (m *Materializer) CreateClaim(ctx context.Context, run string, holder resume.Claim) error {
+// StoreRef records ref's bytes under run's run lease (Facts.Refs).
+func (m *Materializer) StoreRef(ctx context.Context, run string, ref []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.claims.mu.Lock()
-	defer m.claims.mu.Unlock()
-	return m.createLocked(run, holder)
-}
-
-func (m *Materializer) createLocked(run string, holder resume.Claim) error {
-	if m.claims.claims == nil {
-		m.claims.claims = map[string]resume.Claim{}
+	st := m.facts.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.refs[run] == nil {
+		st.refs[run] = map[string][]byte{}
 	}
-	id := snapshot.ClaimLease(run)
-	if _, ok := m.claims.claims[run]; ok {
-		return fmt.Errorf("claim lease %s: %w", id, errdefs.ErrAlreadyExists)
-	}
-	c := *resume.ClaimFromLabels(id, resume.ClaimLabels(holder))
-	c.ProcessAlive = resume.ProcessAlive(c.PID, c.StartTime, c.BootID)
-	m.mu.Lock()
-	_, c.ContainerExists = m.containers[c.Container]
-	m.mu.Unlock()
-	m.claims.claims[run] = c
+	st.refs[run][digest.FromBytes(ref).String()] = append([]byte(nil), ref...)
 	return nil
 }
 
-// TakeOverClaim replaces run's claim when it still names stale's holder;
-// otherwise errdefs.ErrAlreadyExists. An absent claim is created.
-func (m *Materializer) TakeOverClaim(ctx context.Context, run string, stale *resume.Claim, holder resume.Claim) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.claims.mu.Lock()
-	defer m.claims.mu.Unlock()
-	if cur, ok := m.claims.claims[run]; ok {
-		if !resume.SameHolder(&cur, stale) {
-			return fmt.Errorf("claim lease %s now names another holder (%s): %w", cur.Lease, &cur, errdefs.ErrAlreadyExists)
-		}
-		delete(m.claims.claims, run)
-	}
-	return m.createLocked(run, holder)
-}
-
-// ReleaseClaim deletes run's claim when it names holder's container, pid
-// and start time.
-func (m *Materializer) ReleaseClaim(ctx context.Context, run string, holder resume.Claim) error {
-	m.claims.mu.Lock()
-	defer m.claims.mu.Unlock()
-	if cur, ok := m.claims.claims[run]; ok && cur.Container == holder.Container && cur.PID == holder.PID && cur.StartTime == holder.StartTime {
-		delete(m.claims.claims, run)
-	}
-	return nil
-}
-
-// CheckDiff checks the diff blob in the Facts content store with
+// CheckDiff checks a layer blob in the Facts content store with
 // snapshot.VerifyDiff, the layer verifier runtime/containerd calls too:
 // size, digest, and the decompression (by magic number: zstd, gzip or
 // none) bounded by d.UncompressedSize with sha256 d.DiffID. A mismatch
 // wraps snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
-func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Diff) error {
+func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b, err := m.facts.blob(d.Digest)
 	if err != nil {
-		return fmt.Errorf("rootfsDiff: %w", err)
+		return fmt.Errorf("layer: %w", err)
 	}
 	return snapshot.VerifyDiff(bytes.NewReader(b), d)
 }
 
-// ContainerExists reports whether the fake created container id.
-func (m *Materializer) ContainerExists(ctx context.Context, id string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.containers[id]
-	return ok, nil
-}
-
 // CreateContainer records the container after checking what the daemon
-// would need: the claim lease of spec.Run exists (errdefs.ErrNotFound
-// otherwise, as a missing lease is), the base manifest, config and layers
-// and the diff blob are stored (errdefs.ErrNotFound), the manifest's layer
+// would need: the base manifest, config and layers
+// and every layer blob of spec.Layers are stored (errdefs.ErrNotFound), the manifest's layer
 // count equals the recorded diffIDs. It does not extract layers, so a
 // wrong diffID is only caught by CheckDiff.
 func (m *Materializer) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	if c, _ := m.claims.ClaimHolder(ctx, spec.Run); c == nil {
-		return fmt.Errorf("lease %s: %w", snapshot.ClaimLease(spec.Run), errdefs.ErrNotFound)
 	}
 	missing, err := m.facts.MissingContent(ctx, spec.Base.ManifestDigest)
 	if err != nil {
@@ -154,8 +95,12 @@ func (m *Materializer) CreateContainer(ctx context.Context, spec resume.Containe
 	if len(missing) > 0 {
 		return fmt.Errorf("base %s: blob %s: %w", spec.Base.ManifestDigest, missing[0], errdefs.ErrNotFound)
 	}
-	if _, err := m.facts.blob(spec.Diff.Digest); err != nil {
-		return fmt.Errorf("rootfsDiff: %w", err)
+	chain := append([]digest.Digest{}, spec.Base.DiffIDs...)
+	for i, l := range spec.Layers {
+		if _, err := m.facts.blob(l.Digest); err != nil {
+			return fmt.Errorf("layers/%d: %w", i, err)
+		}
+		chain = append(chain, l.DiffID)
 	}
 	mf, cfg, err := m.facts.manifestAndConfig(spec.Base.ManifestDigest)
 	if err != nil {
@@ -164,26 +109,14 @@ func (m *Materializer) CreateContainer(ctx context.Context, spec resume.Containe
 	if len(mf.Layers) != len(spec.Base.DiffIDs) {
 		return fmt.Errorf("base manifest %s has %d layers, the ref records %d diffIDs: %w", spec.Base.ManifestDigest, len(mf.Layers), len(spec.Base.DiffIDs), errdefs.ErrInvalidArgument)
 	}
-	chain := identity.ChainID(append(append([]digest.Digest{}, spec.Base.DiffIDs...), spec.Diff.DiffID))
-	c := &Container{
-		Spec: spec, ChainID: chain, Env: mergeEnv(cfg.Config.Env, spec.Env),
-		Labels: map[string]string{snapshot.LabelRun: spec.Run, snapshot.LabelManifest: spec.Manifest},
-	}
-	m.mu.Lock()
-	if _, ok := m.containers[spec.ID]; ok {
-		m.mu.Unlock()
+	c := &Container{Spec: spec, ChainID: identity.ChainID(chain), Env: mergeEnv(cfg.Config.Env, spec.Env), Labels: spec.Labels()}
+	st := m.facts.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.containers[spec.ID]; ok {
 		return fmt.Errorf("container %s: %w", spec.ID, errdefs.ErrAlreadyExists)
 	}
-	m.containers[spec.ID] = c
-	m.mu.Unlock()
-	m.claims.mu.Lock()
-	for run, cl := range m.claims.claims {
-		if cl.Container == spec.ID {
-			cl.ContainerExists = true
-			m.claims.claims[run] = cl
-		}
-	}
-	m.claims.mu.Unlock()
+	st.containers[spec.ID] = c
 	return nil
 }
 
@@ -212,59 +145,75 @@ func (m *Materializer) StartTask(ctx context.Context, id string) (uint32, error)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.containers[id]
+	st := m.facts.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c, ok := st.containers[id]
 	if !ok {
 		return 0, fmt.Errorf("container %s: %w", id, errdefs.ErrNotFound)
 	}
-	if c.Pid != 0 {
+	if c.Pid != 0 && !c.Stopped {
 		return 0, fmt.Errorf("container %s: task: %w", id, errdefs.ErrAlreadyExists)
 	}
+	m.mu.Lock()
 	m.nextPID++
-	c.Pid = m.nextPID
+	c.Pid, c.Stopped = m.nextPID, false
+	m.mu.Unlock()
 	return c.Pid, nil
+}
+
+// DeleteContainer removes container id (and its task); an absent one is no
+// error. Deleted lists what it removed.
+func (m *Materializer) DeleteContainer(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st := m.facts.state
+	st.mu.Lock()
+	_, ok := st.containers[id]
+	delete(st.containers, id)
+	st.mu.Unlock()
+	if ok {
+		m.mu.Lock()
+		m.deleted = append(m.deleted, id)
+		m.mu.Unlock()
+	}
+	return nil
+}
+
+// Deleted returns the ids DeleteContainer removed, in order.
+func (m *Materializer) Deleted() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.deleted...)
 }
 
 // Container returns a copy of container id, or false.
 func (m *Materializer) Container(id string) (Container, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.containers[id]
+	st := m.facts.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c, ok := st.containers[id]
 	if !ok {
 		return Container{}, false
 	}
 	out := *c
 	out.Env = append([]string{}, c.Env...)
+	out.Labels = maps.Clone(c.Labels)
 	return out, true
 }
 
-// Containers returns the ids of the containers created, sorted.
+// Containers returns the ids of the containers of the fake host, sorted.
 func (m *Materializer) Containers() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ids := make([]string, 0, len(m.containers))
-	for id := range m.containers {
+	st := m.facts.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ids := make([]string, 0, len(st.containers))
+	for id := range st.containers {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	return ids
-}
-
-// DeleteContainer removes container id (a test playing the operator);
-// claims naming it no longer report ContainerExists.
-func (m *Materializer) DeleteContainer(id string) {
-	m.mu.Lock()
-	delete(m.containers, id)
-	m.mu.Unlock()
-	m.claims.mu.Lock()
-	for run, cl := range m.claims.claims {
-		if cl.Container == id {
-			cl.ContainerExists = false
-			m.claims.claims[run] = cl
-		}
-	}
-	m.claims.mu.Unlock()
 }
 
 var _ resume.Materializer = (*Materializer)(nil)

@@ -41,8 +41,7 @@ func TestMaterializerConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claims := fake.NewClaims()
-		m := fake.NewMaterializer(f, claims)
+		m := fake.NewMaterializer(f)
 		get := func(t testing.TB, id string) fake.Container {
 			c, ok := m.Container(id)
 			if !ok {
@@ -51,7 +50,7 @@ func TestMaterializerConformance(t *testing.T) {
 			return c
 		}
 		return materializertest.Fixture{
-			M: m, Claims: claims, Base: base,
+			M: m, Facts: f, Base: base,
 			PutBlob: func(t testing.TB, run string, data []byte) { f.PutBlob(data) },
 			Env:     func(t testing.TB, id string) []string { return get(t, id).Env },
 			Labels:  func(t testing.TB, id string) map[string]string { return get(t, id).Labels },
@@ -79,14 +78,14 @@ func TestCheckDiffIsVerifyDiff(t *testing.T) {
 	zw.Close()
 	blob := buf.Bytes()
 	f.PutBlob(blob)
-	good := snapshot.Diff{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob)),
+	good := snapshot.Layer{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob)),
 		DiffID: digest.FromBytes(raw), UncompressedSize: int64(len(raw))}
-	m := fake.NewMaterializer(f, fake.NewClaims())
-	for name, d := range map[string]snapshot.Diff{
+	m := fake.NewMaterializer(f)
+	for name, d := range map[string]snapshot.Layer{
 		"good":              good,
-		"size":              func(d snapshot.Diff) snapshot.Diff { d.Size--; return d }(good),
-		"diffID":            func(d snapshot.Diff) snapshot.Diff { d.DiffID = digest.FromString("x"); return d }(good),
-		"uncompressed size": func(d snapshot.Diff) snapshot.Diff { d.UncompressedSize -= 10; return d }(good),
+		"size":              func(d snapshot.Layer) snapshot.Layer { d.Size--; return d }(good),
+		"diffID":            func(d snapshot.Layer) snapshot.Layer { d.DiffID = digest.FromString("x"); return d }(good),
+		"uncompressed size": func(d snapshot.Layer) snapshot.Layer { d.UncompressedSize -= 10; return d }(good),
 	} {
 		got := m.CheckDiff(t.Context(), d)
 		want := snapshot.VerifyDiff(bytes.NewReader(blob), d)

@@ -1,10 +1,10 @@
 // Package materializertest is the conformance suite for resume.Materializer
-// (DESIGN "Materialize, claim, run lifecycle"): one suite runs against
-// runtime/containerd and resume/fake. It checks claim creation is exclusive
-// (also under concurrency), takeover of a stale claim and refusal of a
-// changed one, release only by the holder, diff verification (digest, size,
-// diffID, bounded decompression), container creation (labels, env, an
-// existing id) and task start.
+// (docs/design.md "Materialize"): one suite runs against runtime/containerd
+// and resume/fake. It checks diff verification (digest, size, diffID,
+// bounded decompression), container creation (the incarnation's labels,
+// env, an existing id), what resume.Facts then reports about the container
+// (labels, a running task), task start, deletion (a running task
+// included; an absent container is no error) and storing ref bytes.
 package materializertest
 
 import (
@@ -12,9 +12,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,8 +27,9 @@ import (
 
 // Fixture is one fresh Materializer with what the suite needs around it.
 type Fixture struct {
-	M      resume.Materializer
-	Claims resume.Claims
+	M resume.Materializer
+	// Facts are the facts of the same host and namespace.
+	Facts resume.Facts
 	// Base is a stored base image (runnable where the implementation
 	// starts tasks for real).
 	Base snapshot.Base
@@ -56,8 +55,8 @@ func ctx(t *testing.T) context.Context {
 }
 
 // Diff builds a zstd-compressed layer tar holding files (name → content)
-// and returns the blob and its snapshot.Diff.
-func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
+// and returns the blob and its snapshot.Layer.
+func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Layer) {
 	t.Helper()
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
@@ -88,121 +87,21 @@ func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return z.Bytes(), snapshot.Diff{
+	return z.Bytes(), snapshot.Layer{
 		MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(z.Bytes()), Size: int64(z.Len()),
 		DiffID: digest.FromBytes(raw.Bytes()), UncompressedSize: int64(raw.Len()),
 	}
 }
 
-func holder(t *testing.T, container string) resume.Claim {
-	t.Helper()
-	h, err := resume.Holder(container, "host-under-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// deadHolder is a holder whose process is gone (another start time) and
-// whose container does not exist.
-func deadHolder(t *testing.T, container string) resume.Claim {
-	h := holder(t, container)
-	h.StartTime += "0"
-	return h
-}
-
 // Run runs the suite.
 func Run(t *testing.T, newFixture New) {
-	t.Run("ClaimIsExclusive", func(t *testing.T) {
+	t.Run("StoreRef", func(t *testing.T) {
 		f := newFixture(t)
-		h := holder(t, f.ID("c1"))
-		if err := f.M.CreateClaim(ctx(t), "run-a", h); err != nil {
-			t.Fatalf("CreateClaim: %v", err)
-		}
-		err := f.M.CreateClaim(ctx(t), "run-a", holder(t, f.ID("c2")))
-		if !errdefs.IsAlreadyExists(err) {
-			t.Fatalf("second CreateClaim: %v, want already exists", err)
-		}
-		c, err := f.Claims.ClaimHolder(ctx(t), "run-a")
-		if err != nil || c == nil {
-			t.Fatalf("ClaimHolder: %+v, %v", c, err)
-		}
-		if !resume.SameHolder(c, &h) || !c.ProcessAlive || c.ContainerExists || !c.Live() || c.Lease != snapshot.ClaimLease("run-a") {
-			t.Fatalf("ClaimHolder = %+v, want %+v alive without container", c, h)
-		}
-		// Release by another holder does nothing; by the holder deletes.
-		if err := f.M.ReleaseClaim(ctx(t), "run-a", holder(t, f.ID("c2"))); err != nil {
-			t.Fatal(err)
-		}
-		if c, _ := f.Claims.ClaimHolder(ctx(t), "run-a"); c == nil {
-			t.Fatal("ReleaseClaim by another holder deleted the claim")
-		}
-		if err := f.M.ReleaseClaim(ctx(t), "run-a", h); err != nil {
-			t.Fatal(err)
-		}
-		if c, err := f.Claims.ClaimHolder(ctx(t), "run-a"); c != nil || err != nil {
-			t.Fatalf("after ReleaseClaim: %+v, %v", c, err)
-		}
-		if err := f.M.ReleaseClaim(ctx(t), "run-a", h); err != nil {
-			t.Fatalf("ReleaseClaim of an absent claim: %v", err)
-		}
-	})
-
-	t.Run("ConcurrentCreateClaim", func(t *testing.T) {
-		f := newFixture(t)
-		const n = 8
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = f.M.CreateClaim(ctx(t), "run-race", holder(t, f.ID(fmt.Sprintf("c%d", i))))
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				won++
-			case !errdefs.IsAlreadyExists(err):
-				t.Errorf("CreateClaim: %v", err)
+		ref := []byte(`{"ref":{},"signatures":[]}` + "\n")
+		for range 2 { // storing the same bytes again is no error
+			if err := f.M.StoreRef(ctx(t), "run-r", ref); err != nil {
+				t.Fatalf("StoreRef: %v", err)
 			}
-		}
-		if won != 1 {
-			t.Fatalf("%d of %d concurrent CreateClaim calls succeeded, want 1", won, n)
-		}
-	})
-
-	t.Run("TakeOverStaleClaim", func(t *testing.T) {
-		f := newFixture(t)
-		dead := deadHolder(t, f.ID("gone"))
-		if err := f.M.CreateClaim(ctx(t), "run-s", dead); err != nil {
-			t.Fatal(err)
-		}
-		stale, err := f.Claims.ClaimHolder(ctx(t), "run-s")
-		if err != nil || stale == nil {
-			t.Fatalf("ClaimHolder: %+v, %v", stale, err)
-		}
-		if stale.Live() {
-			t.Fatalf("a claim with another start time and no container is live: %+v", stale)
-		}
-		h := holder(t, f.ID("new"))
-		if err := f.M.TakeOverClaim(ctx(t), "run-s", stale, h); err != nil {
-			t.Fatalf("TakeOverClaim: %v", err)
-		}
-		now, err := f.Claims.ClaimHolder(ctx(t), "run-s")
-		if err != nil || now == nil || !resume.SameHolder(now, &h) {
-			t.Fatalf("after takeover: %+v, %v", now, err)
-		}
-		// A second taker with the old stale view loses.
-		err = f.M.TakeOverClaim(ctx(t), "run-s", stale, holder(t, f.ID("late")))
-		if !errdefs.IsAlreadyExists(err) {
-			t.Fatalf("takeover of a claim that changed holder: %v, want already exists", err)
-		}
-		if now, _ := f.Claims.ClaimHolder(ctx(t), "run-s"); now == nil || !resume.SameHolder(now, &h) {
-			t.Fatalf("the lost takeover changed the claim: %+v", now)
 		}
 	})
 
@@ -213,10 +112,10 @@ func Run(t *testing.T, newFixture New) {
 		if err := f.M.CheckDiff(ctx(t), d); err != nil {
 			t.Fatalf("CheckDiff(good): %v", err)
 		}
-		for name, bad := range map[string]func(*snapshot.Diff){
-			"diffID":           func(x *snapshot.Diff) { x.DiffID = digest.FromString("other") },
-			"uncompressedSize": func(x *snapshot.Diff) { x.UncompressedSize-- },
-			"larger size":      func(x *snapshot.Diff) { x.UncompressedSize++ },
+		for name, bad := range map[string]func(*snapshot.Layer){
+			"diffID":           func(x *snapshot.Layer) { x.DiffID = digest.FromString("other") },
+			"uncompressedSize": func(x *snapshot.Layer) { x.UncompressedSize-- },
+			"larger size":      func(x *snapshot.Layer) { x.UncompressedSize++ },
 		} {
 			x := d
 			bad(&x)
@@ -237,31 +136,31 @@ func Run(t *testing.T, newFixture New) {
 		blob, d := Diff(t, map[string]string{"data.txt": "hello\n"})
 		f.PutBlob(t, "run-c", blob)
 		id := f.ID("made")
-		h := holder(t, id)
-		if err := f.M.CreateClaim(ctx(t), "run-c", h); err != nil {
-			t.Fatal(err)
-		}
 		spec := resume.ContainerSpec{ID: id, Run: "run-c", Manifest: "blake3:" + digest.FromString("m").Encoded(),
-			Base: f.Base, Diff: d, Env: []string{"GREETING=hello"}}
-		if ok, err := f.M.ContainerExists(ctx(t), id); ok || err != nil {
-			t.Fatalf("ContainerExists before: %t, %v", ok, err)
+			Generation: 1, Ref: digest.FromString("ref"), Fence: 7,
+			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}}
+		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
 		}
 		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer: %v", err)
 		}
-		if ok, err := f.M.ContainerExists(ctx(t), id); !ok || err != nil {
-			t.Fatalf("ContainerExists after: %t, %v", ok, err)
+		want := map[string]string{
+			snapshot.LabelRun: "run-c", snapshot.LabelManifest: spec.Manifest,
+			snapshot.LabelGeneration: "1", snapshot.LabelRef: spec.Ref.String(), snapshot.LabelFence: "7",
 		}
 		l := f.Labels(t, id)
-		if l[snapshot.LabelRun] != "run-c" || l[snapshot.LabelManifest] != spec.Manifest {
-			t.Errorf("labels %v", l)
+		for k, v := range want {
+			if l[k] != v {
+				t.Errorf("label %s = %q, want %q (labels %v)", k, l[k], v, l)
+			}
+		}
+		cf, err := f.Facts.ContainerState(ctx(t), id)
+		if err != nil || cf == nil || cf.Running || cf.Labels[snapshot.LabelFence] != "7" {
+			t.Fatalf("Facts.ContainerState after: %+v, %v; want it, with no running task and fence 7", cf, err)
 		}
 		if env := f.Env(t, id); !slices.Contains(env, "GREETING=hello") || !slices.Contains(env, "PATH=/bin") {
 			t.Errorf("env %v, want the image's PATH=/bin and GREETING=hello", env)
-		}
-		c, err := f.Claims.ClaimHolder(ctx(t), "run-c")
-		if err != nil || c == nil || !c.ContainerExists {
-			t.Errorf("claim after the container exists: %+v, %v", c, err)
 		}
 		if err := f.M.CreateContainer(ctx(t), spec); !errdefs.IsAlreadyExists(err) {
 			t.Errorf("CreateContainer(existing id): %v, want already exists", err)
@@ -270,8 +169,28 @@ func Run(t *testing.T, newFixture New) {
 		if err != nil || pid == 0 {
 			t.Errorf("StartTask: %d, %v", pid, err)
 		}
+		if cf, err := f.Facts.ContainerState(ctx(t), id); err != nil || cf == nil || !cf.Running {
+			t.Errorf("Facts.ContainerState with its task started: %+v, %v; want running", cf, err)
+		}
 		if _, err := f.M.StartTask(ctx(t), f.ID("absent")); !errdefs.IsNotFound(err) {
 			t.Errorf("StartTask(absent): %v, want not found", err)
+		}
+
+		// Deleting a container with a running task, then again.
+		for range 2 {
+			if err := f.M.DeleteContainer(ctx(t), id); err != nil {
+				t.Fatalf("DeleteContainer: %v", err)
+			}
+		}
+		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+			t.Fatalf("Facts.ContainerState after DeleteContainer: %+v, %v", cf, err)
+		}
+		// Its snapshot went with it: the id can be created again.
+		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+			t.Fatalf("CreateContainer after DeleteContainer: %v", err)
+		}
+		if err := f.M.DeleteContainer(ctx(t), id); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

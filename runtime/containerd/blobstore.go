@@ -26,8 +26,9 @@ var _ migrate.Store = (*Runtime)(nil)
 // pull) lives if the process dies before deleting it.
 const TempLeaseExpiry = time.Hour
 
-// ReadBlob implements migrate.BlobReader: the bytes of a small blob (at
-// most 4 MiB: an index, a manifest, a config), digest checked. Errors name
+// ReadBlob implements migrate.BlobReader and snapshot.BlobReader: the
+// bytes of a small blob (at most 4 MiB, snapshot.MaxBlobRead: an index, a
+// manifest, a config, a ref file, a runtime spec), digest checked. Errors name
 // the digest: errdefs.ErrNotFound when absent, errdefs.ErrInvalidArgument
 // when too large or the digest is invalid, errdefs.ErrDataLoss when the
 // bytes do not match.

@@ -37,9 +37,11 @@ const leaseResourceContent = "content"
 // StopTimeout bounds how long StopTask waits for a killed task to exit.
 const StopTimeout = 30 * time.Second
 
-// Container implements snapshot.ContainerInspector: the container record,
-// the Stat of its snapshot (kind and parent name) and its task status. An
-// absent container is an error wrapping errdefs.ErrNotFound.
+// Container implements snapshot.ContainerInspector: the container record
+// (namespace, creation time, labels, the spec Any's value bytes exactly as
+// stored, the runtime name and its options Any), the Stat of its snapshot
+// (kind and parent name) and its task status. An absent container is an
+// error wrapping errdefs.ErrNotFound.
 func (r *Runtime) Container(ctx context.Context, id string) (snapshot.Container, error) {
 	cont, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
@@ -50,7 +52,15 @@ func (r *Runtime) Container(ctx context.Context, id string) (snapshot.Container,
 		return snapshot.Container{}, fmt.Errorf("container %q: %w", id, native(err))
 	}
 	out := snapshot.Container{
-		ID: id, Image: info.Image, Snapshotter: info.Snapshotter, SnapshotKey: info.SnapshotKey, Labels: info.Labels,
+		ID: id, Namespace: r.namespace, Created: info.CreatedAt.UTC(), Image: info.Image,
+		Snapshotter: info.Snapshotter, SnapshotKey: info.SnapshotKey, Labels: info.Labels,
+		Runtime: snapshot.Runtime{Name: info.Runtime.Name},
+	}
+	if info.Spec != nil {
+		out.Spec = info.Spec.GetValue()
+	}
+	if o := info.Runtime.Options; o != nil && o.GetTypeUrl() != "" {
+		out.Runtime.Options = &snapshot.RuntimeOptions{TypeURL: o.GetTypeUrl(), Value: o.GetValue()}
 	}
 	if info.SnapshotKey == "" {
 		return snapshot.Container{}, fmt.Errorf("container %q has no snapshot: %w", id, errdefs.ErrFailedPrecondition)
@@ -180,7 +190,7 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 // zstd: containerd 1.6), under the lease. The blob is then streamed back
 // and decompressed to measure its uncompressed size and check that its
 // digest is the diffID the differ labelled it with.
-func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Container) (snapshot.Diff, error) {
+func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Container) (snapshot.Layer, error) {
 	lctx := leases.WithLease(ctx, lease)
 	sn := r.client.SnapshotService(c.Snapshotter)
 	desc, err := rootfs.CreateDiff(lctx, c.SnapshotKey, sn, r.client.DiffService(),
@@ -195,24 +205,24 @@ func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Conta
 		if aerr := r.client.ContentStore().Abort(ctx, lease+"/diff"); aerr != nil && !errdefs.IsNotFound(native(aerr)) {
 			err = errors.Join(err, fmt.Errorf("abort ingest %s/diff: %w", lease, native(aerr)))
 		}
-		return snapshot.Diff{}, fmt.Errorf("diff snapshot %s/%s: %w", c.Snapshotter, c.SnapshotKey, native(err))
+		return snapshot.Layer{}, fmt.Errorf("diff snapshot %s/%s: %w", c.Snapshotter, c.SnapshotKey, native(err))
 	}
 	if err := r.addContent(ctx, lease, desc.Digest); err != nil {
-		return snapshot.Diff{}, err
+		return snapshot.Layer{}, err
 	}
 	cs := r.client.ContentStore()
 	diffID, err := images.GetDiffID(lctx, cs, desc)
 	if err != nil {
-		return snapshot.Diff{}, fmt.Errorf("diff %s: diffID: %w", desc.Digest, native(err))
+		return snapshot.Layer{}, fmt.Errorf("diff %s: diffID: %w", desc.Digest, native(err))
 	}
 	n, computed, err := uncompressedDigest(lctx, cs, desc)
 	if err != nil {
-		return snapshot.Diff{}, err
+		return snapshot.Layer{}, err
 	}
 	if computed != diffID {
-		return snapshot.Diff{}, fmt.Errorf("diff %s: decompressed content is %s, but the differ labelled it %s: %w", desc.Digest, computed, diffID, errdefs.ErrDataLoss)
+		return snapshot.Layer{}, fmt.Errorf("diff %s: decompressed content is %s, but the differ labelled it %s: %w", desc.Digest, computed, diffID, errdefs.ErrDataLoss)
 	}
-	return snapshot.Diff{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size, DiffID: diffID, UncompressedSize: n}, nil
+	return snapshot.Layer{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size, DiffID: diffID, UncompressedSize: n}, nil
 }
 
 // readBufferSize is the read-ahead, in bytes, over content store readers.

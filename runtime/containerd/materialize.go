@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +19,12 @@ import (
 	"github.com/containerd/containerd/v2/pkg/rootfs"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -33,13 +37,15 @@ var _ resume.Materializer = (*Runtime)(nil)
 // RuncRuntime is the runtime of every resumed container.
 const RuncRuntime = "io.containerd.runc.v2"
 
-// TakeoverLockExpiry bounds how long the lock lease of a claim takeover
-// ("sandbox-resume.claim/<run>/takeover") blocks other takers when its
-// holder died inside the few calls it covers.
-const TakeoverLockExpiry = 30 * time.Second
+// labelMaterializeContainer labels a materialization lease with the id of
+// the container it makes, so that DeleteContainer (a replaced resumer's
+// container) drops what a killed materialization left.
+const labelMaterializeContainer = snapshot.LabelPrefix + "materialize.container"
 
-// expireLabel is the lease label leases.WithExpiration sets (RFC 3339).
-const expireLabel = "containerd.io/gc.expire"
+// MaterializeLeaseExpiry bounds how long the short-lived lease that
+// protects a materialization's snapshots (until the container references
+// them) outlives a resume killed before deleting it.
+const MaterializeLeaseExpiry = 30 * time.Minute
 
 // lease returns the lease with this id, or nil when it does not exist.
 func (r *Runtime) lease(ctx context.Context, id string) (*leases.Lease, error) {
@@ -55,121 +61,123 @@ func (r *Runtime) lease(ctx context.Context, id string) (*leases.Lease, error) {
 	return nil, nil
 }
 
-// CreateClaim creates the claim lease "sandbox-resume.claim/<run>" with
-// holder's labels (resume.ClaimLabels) in one Create call: lease creation is
-// atomic in containerd's metadata store, so of two concurrent callers one
-// gets errdefs.ErrAlreadyExists (resume.Materializer).
-func (r *Runtime) CreateClaim(ctx context.Context, run string, holder resume.Claim) error {
+// LegacyClaim implements resume.Facts: the claim lease of the previous
+// release, "sandbox-resume.claim/<run>", and the container its label
+// io.sandbox-resume.claim.container names; nil when there is none.
+func (r *Runtime) LegacyClaim(ctx context.Context, run string) (*resume.LegacyClaim, error) {
 	id := snapshot.ClaimLease(run)
-	if _, err := r.client.LeasesService().Create(ctx, leases.WithID(id), leases.WithLabels(resume.ClaimLabels(holder))); err != nil {
-		return fmt.Errorf("create claim lease %s: %w", id, native(err))
+	l, err := r.lease(ctx, id)
+	if err != nil || l == nil {
+		return nil, err
 	}
-	return nil
+	return &resume.LegacyClaim{Lease: id, Container: l.Labels[resume.LabelLegacyClaimContainer]}, nil
 }
 
-// TakeOverClaim replaces a stale claim (resume.Materializer). Label updates
-// are not atomic, so it serializes takers with a second lease, the lock
-// "sandbox-resume.claim/<run>/takeover", created atomically with the
-// taker's holder labels and expiring after TakeoverLockExpiry. A lock that
-// has expired, or whose holder process (its labels, resume.ProcessAlive) is
-// gone — a taker SIGKILLed inside the lock — is deleted and its creation
-// retried once. Under the lock it re-reads the claim, deletes it with
-// leases.SynchronousDelete only if its labels still name stale's holder
-// (so what the dead holder prepared under it is collected), and creates it
-// with holder's labels. A taker that cannot get the lock, finds another
-// holder, or loses the final Create to a plain CreateClaim gets
-// errdefs.ErrAlreadyExists.
-func (r *Runtime) TakeOverClaim(ctx context.Context, run string, stale *resume.Claim, holder resume.Claim) error {
-	id := snapshot.ClaimLease(run)
-	lockID := id + "/takeover"
-	ls := r.client.LeasesService()
-	var lock leases.Lease
-	var err error
-	for attempt := 0; ; attempt++ {
-		lock, err = ls.Create(ctx, leases.WithID(lockID), leases.WithExpiration(TakeoverLockExpiry), leases.WithLabels(resume.ClaimLabels(holder)))
-		err = native(err)
-		if err == nil {
-			break
+// ContainerState implements resume.Facts: container id's labels and
+// whether it has a task that is not stopped; nil when it does not exist.
+func (r *Runtime) ContainerState(ctx context.Context, id string) (*resume.ContainerState, error) {
+	cont, err := r.client.LoadContainer(ctx, id)
+	switch err = native(err); {
+	case errdefs.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("container %q in namespace %s: %w", id, r.namespace, err)
+	}
+	info, err := cont.Info(ctx)
+	switch err = native(err); {
+	case errdefs.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("container %q in namespace %s: %w", id, r.namespace, err)
+	}
+	out := &resume.ContainerState{ID: id, Labels: info.Labels}
+	task, err := cont.Task(ctx, nil)
+	switch err = native(err); {
+	case errdefs.IsNotFound(err):
+		return out, nil
+	case err != nil:
+		return nil, fmt.Errorf("container %q: task: %w", id, err)
+	}
+	st, err := task.Status(ctx)
+	switch err = native(err); {
+	case errdefs.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("container %q: task status: %w", id, err)
+	default:
+		out.Running = st.Status != client.Stopped
+	}
+	return out, nil
+}
+
+// ResumerAlive implements resume.Facts with resume.ProcessAlive: the
+// resumer's pid, start time and boot id on this machine.
+func (r *Runtime) ResumerAlive(h ledger.Holder) bool {
+	return resume.ProcessAlive(h.PID, h.Start, h.Boot)
+}
+
+// StoreRef implements resume.Materializer: the ref file's bytes as a blob
+// (media type snapshot.MediaTypeRef) under the run lease of run, created
+// (labelled with the run) when missing.
+func (r *Runtime) StoreRef(ctx context.Context, run string, ref []byte) error {
+	id := snapshot.RunLease(run)
+	if err := r.CreateLease(ctx, id, map[string]string{snapshot.LabelRun: run}); err != nil && !errdefs.IsAlreadyExists(err) {
+		return err
+	}
+	_, err := r.WriteBlob(ctx, id, "ref-"+digest.FromBytes(ref).Encoded(), snapshot.MediaTypeRef, ref)
+	return err
+}
+
+// DeleteContainer implements resume.Materializer: the task is stopped
+// (SIGKILL, wait, delete: StopTask), the container deleted with its
+// snapshot (client.WithSnapshotCleanup), a snapshot keyed id left without a
+// container removed from the default snapshotter, and the leases of a
+// materialization of id that did not finish deleted. An absent container is
+// no error.
+func (r *Runtime) DeleteContainer(ctx context.Context, id string) error {
+	cont, err := r.client.LoadContainer(ctx, id)
+	switch err = native(err); {
+	case errdefs.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("container %q in namespace %s: %w", id, r.namespace, err)
+	default:
+		if err := r.StopTask(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+			return err
 		}
-		if !errdefs.IsAlreadyExists(err) || attempt > 0 {
-			return fmt.Errorf("take over claim %s: lock lease %s: %w", id, lockID, err)
-		}
-		l, lerr := r.lease(ctx, lockID)
-		if lerr != nil {
-			return lerr
-		}
-		if l != nil {
-			exp, perr := time.Parse(time.RFC3339, l.Labels[expireLabel])
-			taker := resume.ClaimFromLabels(lockID, l.Labels)
-			if perr == nil && time.Now().Before(exp) && resume.ProcessAlive(taker.PID, taker.StartTime, taker.BootID) {
-				return fmt.Errorf("take over claim %s: another resume holds the lock lease %s until %s: %w", id, lockID, exp.Format(time.RFC3339), errdefs.ErrAlreadyExists)
-			}
-			if derr := ls.Delete(ctx, *l); derr != nil && !errdefs.IsNotFound(native(derr)) {
-				return fmt.Errorf("take over claim %s: delete expired lock lease %s: %w", id, lockID, native(derr))
-			}
+		if err := cont.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(native(err)) {
+			return fmt.Errorf("delete container %q in namespace %s: %w", id, r.namespace, native(err))
 		}
 	}
-	defer ls.Delete(context.WithoutCancel(ctx), lock)
-	faultpoint.Reach("resume-takeover") // test-only (resume.Resume lists the steps)
-
-	cur, err := r.lease(ctx, id)
+	snName, err := r.defaultSnapshotter(ctx)
 	if err != nil {
 		return err
 	}
-	if cur != nil {
-		now := resume.ClaimFromLabels(id, cur.Labels)
-		if !resume.SameHolder(now, stale) {
-			return fmt.Errorf("take over claim %s: it now names another holder (%s): %w", id, now, errdefs.ErrAlreadyExists)
+	if err := r.client.SnapshotService(snName).Remove(ctx, id); err != nil && !errdefs.IsNotFound(native(err)) {
+		return fmt.Errorf("remove snapshot %s/%s: %w", snName, id, native(err))
+	}
+	// A materialization of this container killed before it finished.
+	ls, err := r.client.LeasesService().List(ctx, fmt.Sprintf("labels.%q==%s", labelMaterializeContainer, id))
+	if err != nil {
+		return fmt.Errorf("list the materialization leases of container %s: %w", id, native(err))
+	}
+	for _, l := range ls {
+		if err := r.client.LeasesService().Delete(ctx, l); err != nil && !errdefs.IsNotFound(native(err)) {
+			return fmt.Errorf("delete materialization lease %s of container %s: %w", l.ID, id, native(err))
 		}
-		if err := ls.Delete(ctx, *cur, leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(native(err)) {
-			return fmt.Errorf("take over claim %s: delete: %w", id, native(err))
-		}
-	}
-	return r.CreateClaim(ctx, run, holder)
-}
-
-// ReleaseClaim deletes run's claim lease with leases.SynchronousDelete when
-// its labels name holder's container, pid and start time
-// (resume.Materializer); the snapshots made under it are collected.
-func (r *Runtime) ReleaseClaim(ctx context.Context, run string, holder resume.Claim) error {
-	id := snapshot.ClaimLease(run)
-	cur, err := r.lease(ctx, id)
-	if err != nil || cur == nil {
-		return err
-	}
-	now := resume.ClaimFromLabels(id, cur.Labels)
-	if now.Container != holder.Container || now.PID != holder.PID || now.StartTime != holder.StartTime {
-		return nil
-	}
-	if err := r.client.LeasesService().Delete(ctx, *cur, leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(native(err)) {
-		return fmt.Errorf("release claim %s: %w", id, native(err))
 	}
 	return nil
 }
 
-// CheckDiff implements resume.Materializer: it reads the rootfs diff blob
+// CheckDiff implements resume.Materializer: it reads a layer blob
 // from the content store once and checks it with snapshot.VerifyDiff, the
 // layer verifier the fakes call too. A mismatch wraps
 // snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
-func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Diff) error {
+func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 	ra, err := r.client.ContentStore().ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
 	if err != nil {
-		return fmt.Errorf("rootfsDiff %s: %w", d.Digest, native(err))
+		return fmt.Errorf("layer %s: %w", d.Digest, native(err))
 	}
 	defer ra.Close()
 	return snapshot.VerifyDiff(ra, d)
-}
-
-// ContainerExists reports whether container id exists in this namespace.
-func (r *Runtime) ContainerExists(ctx context.Context, id string) (bool, error) {
-	_, err := r.client.ContainerService().Get(ctx, id)
-	switch err = native(err); {
-	case err == nil:
-		return true, nil
-	case errdefs.IsNotFound(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("container %s: %w", id, err)
 }
 
 // defaultSnapshotter returns the namespace's default snapshotter (label
@@ -189,16 +197,18 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 	return sn, nil
 }
 
-// CreateContainer implements resume.Materializer (DESIGN "Materialize"):
-// under the claim lease of spec.Run it reads the base manifest
+// CreateContainer implements resume.Materializer (docs/design.md
+// "Materialize"): under a short-lived lease (random id, expiring after
+// MaterializeLeaseExpiry, deleted once the container references the
+// snapshot) it reads the base manifest
 // (spec.Base.ManifestDigest) and applies its layers (with spec.Base.DiffIDs)
-// plus spec.Diff with rootfs.ApplyLayers on the namespace's default
+// plus spec.Layers, in order, with rootfs.ApplyLayers on the namespace's default
 // snapshotter — which checks each diffID while extracting, except that an
 // existing chain snapshot is trusted — then prepares the active snapshot
 // spec.ID on top and creates the container spec.ID: image name
 // spec.Base.Name, the OCI spec from the base image config
 // (oci.WithImageConfig) plus spec.Env, runtime io.containerd.runc.v2,
-// labels io.sandbox-resume.run and io.sandbox-resume.manifest.
+// labels spec.Labels() (run, manifest, generation, ref, fence).
 //
 // A leftover snapshot spec.ID labelled with this run and no container
 // (an earlier resume killed between Prepare and NewContainer) is removed
@@ -207,7 +217,16 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // spec.ID; snapshot.ErrDiffCorrupt when extraction computes another diffID;
 // errdefs.ErrNotFound for missing base content.
 func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
-	lctx := leases.WithLease(ctx, snapshot.ClaimLease(spec.Run))
+	ml, err := r.client.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(MaterializeLeaseExpiry),
+		leases.WithLabel(snapshot.LabelPrefix+"temporary", "materialize"), leases.WithLabel(snapshot.LabelRun, spec.Run),
+		leases.WithLabel(labelMaterializeContainer, spec.ID))
+	if err != nil {
+		return fmt.Errorf("create the materialization lease of run %s: %w", spec.Run, native(err))
+	}
+	// Not synchronous: what it protected is referenced by the container by
+	// then, or (on failure) is garbage.
+	defer r.client.LeasesService().Delete(context.WithoutCancel(ctx), ml)
+	lctx := leases.WithLease(ctx, ml.ID)
 	cs := r.client.ContentStore()
 	info, err := cs.Info(ctx, spec.Base.ManifestDigest)
 	if err != nil {
@@ -229,36 +248,52 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 		return fmt.Errorf("base manifest %s has %d layers, the ref records %d diffIDs: %w",
 			spec.Base.ManifestDigest, len(m.Layers), len(spec.Base.DiffIDs), errdefs.ErrInvalidArgument)
 	}
-	layers := make([]rootfs.Layer, 0, len(m.Layers)+1)
+	layers := make([]rootfs.Layer, 0, len(m.Layers)+len(spec.Layers))
 	for i, l := range m.Layers {
 		layers = append(layers, rootfs.Layer{Blob: l, Diff: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: spec.Base.DiffIDs[i]}})
 	}
-	layers = append(layers, rootfs.Layer{
-		Blob: ocispec.Descriptor{MediaType: spec.Diff.MediaType, Digest: spec.Diff.Digest, Size: spec.Diff.Size},
-		Diff: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: spec.Diff.DiffID, Size: spec.Diff.UncompressedSize},
-	})
+	for _, l := range spec.Layers {
+		layers = append(layers, rootfs.Layer{
+			Blob: ocispec.Descriptor{MediaType: l.MediaType, Digest: l.Digest, Size: l.Size},
+			Diff: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: l.DiffID, Size: l.UncompressedSize},
+		})
+	}
+	var named []string
+	chain := slices.Clone(spec.Base.DiffIDs)
+	for _, l := range spec.Layers {
+		named = append(named, fmt.Sprintf("%s (diffID %s)", l.Digest, l.DiffID))
+		chain = append(chain, l.DiffID)
+	}
+	applied := strings.Join(named, " + ")
 
 	snName, err := r.defaultSnapshotter(ctx)
 	if err != nil {
 		return err
 	}
 	sn := r.client.SnapshotService(snName)
+	// An existing chain snapshot is used as it is (ApplyLayers only
+	// stats it): hold it under the lease first, so a garbage collection
+	// between here and the container cannot take it (what ApplyLayers
+	// creates joins the lease by itself; parents are held by children).
+	if err := r.client.LeasesService().AddResource(ctx, ml, leases.Resource{ID: identity.ChainID(chain).String(), Type: "snapshots/" + snName}); err != nil {
+		return fmt.Errorf("hold the chain snapshot of run %s under lease %s: %w", spec.Run, ml.ID, native(err))
+	}
 	chainID, err := rootfs.ApplyLayers(lctx, layers, sn, r.client.DiffService())
 	if err != nil {
 		err = native(err)
 		if isWrongDiffID(err) {
-			return fmt.Errorf("apply base %s + rootfsDiff %s (diffID %s): %v: %w", spec.Base.ManifestDigest, spec.Diff.Digest, spec.Diff.DiffID, err, snapshot.ErrDiffCorrupt)
+			return fmt.Errorf("apply base %s + layers %s: %v: %w", spec.Base.ManifestDigest, applied, err, snapshot.ErrDiffCorrupt)
 		}
-		return fmt.Errorf("apply base %s + rootfsDiff %s: %w", spec.Base.ManifestDigest, spec.Diff.Digest, err)
+		return fmt.Errorf("apply base %s + layers %s: %w", spec.Base.ManifestDigest, applied, err)
 	}
 	faultpoint.Reach("resume-applied") // test-only (resume.Resume lists the steps)
 
-	labels := map[string]string{snapshot.LabelRun: spec.Run, snapshot.LabelManifest: spec.Manifest}
+	labels := spec.Labels()
 	_, err = sn.Prepare(lctx, spec.ID, chainID.String(), snapshots.WithLabels(labels))
 	if errdefs.IsAlreadyExists(native(err)) {
 		st, serr := sn.Stat(ctx, spec.ID)
 		if serr == nil && st.Labels[snapshot.LabelRun] == spec.Run {
-			if exists, cerr := r.ContainerExists(ctx, spec.ID); cerr == nil && !exists {
+			if cs, cerr := r.ContainerState(ctx, spec.ID); cerr == nil && cs == nil {
 				if rerr := sn.Remove(ctx, spec.ID); rerr == nil || errdefs.IsNotFound(native(rerr)) {
 					_, err = sn.Prepare(lctx, spec.ID, chainID.String(), snapshots.WithLabels(labels))
 				}
@@ -319,3 +354,30 @@ func (r *Runtime) StartTask(ctx context.Context, id string) (uint32, error) {
 	}
 	return task.Pid(), nil
 }
+
+// RunContainers implements resume.RunHost: the containers of this
+// namespace labelled io.sandbox-resume.run=run, sorted by id, with their
+// labels and whether a task runs.
+func (r *Runtime) RunContainers(ctx context.Context, run string) ([]resume.ContainerState, error) {
+	cs, err := r.client.ContainerService().List(ctx, fmt.Sprintf("labels.%q==%s", snapshot.LabelRun, run))
+	if err != nil {
+		return nil, fmt.Errorf("list the containers of run %s in namespace %s: %w", run, r.namespace, native(err))
+	}
+	out := make([]resume.ContainerState, 0, len(cs))
+	for _, c := range cs {
+		st, err := r.ContainerState(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			out = append(out, *st)
+		}
+	}
+	slices.SortFunc(out, func(a, b resume.ContainerState) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+var (
+	_ resume.Facts   = (*Runtime)(nil)
+	_ resume.RunHost = (*Runtime)(nil)
+)

@@ -10,6 +10,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -22,6 +23,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
@@ -239,7 +242,7 @@ func testPauseDiffStop(t *testing.T, f Fixture) {
 // snapshot.VerifyDiff (digest, size, and the zstd decompression's diffID
 // and uncompressed size), after checking that the media type is
 // ocispec.MediaTypeImageLayerZstd as suspend writes it.
-func CheckDiff(t testing.TB, p Probe, d snapshot.Diff) {
+func CheckDiff(t testing.TB, p Probe, d snapshot.Layer) {
 	t.Helper()
 	if d.MediaType != ocispec.MediaTypeImageLayerZstd {
 		t.Fatalf("diff media type %q, want %q", d.MediaType, ocispec.MediaTypeImageLayerZstd)
@@ -276,6 +279,12 @@ func testBlobs(t *testing.T, f Fixture) {
 	if _, err := f.Capturer.WriteBlob(ctx, f.LeaseID, f.LeaseID+"/ref", snapshot.MediaTypeRef, data); err != nil {
 		t.Fatalf("writing an existing blob: %v", err)
 	}
+	if got, err := f.Capturer.ReadBlob(ctx, desc.Digest); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("ReadBlob = %q (err %v), want %q", got, err, data)
+	}
+	if _, err := f.Capturer.ReadBlob(ctx, digest.FromString("absent "+f.LeaseID)); !errdefs.IsNotFound(err) {
+		t.Fatalf("ReadBlob(absent): err = %v, want NotFound", err)
+	}
 	if ok, err := f.Probe.LeaseHolds(ctx, f.LeaseID, desc.Digest); err != nil || !ok {
 		t.Fatalf("lease does not hold %s (err %v)", desc.Digest, err)
 	}
@@ -305,6 +314,17 @@ func testLabels(t *testing.T, f Fixture) {
 			t.Fatalf("label %s changed from %q to %q", k, v, after.Labels[k])
 		}
 	}
+	// A label set to "" is removed; the others stay.
+	if err := f.Capturer.SetContainerLabels(ctx, f.Container, map[string]string{snapshot.LabelRun: ""}); err != nil {
+		t.Fatal(err)
+	}
+	after, err = f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := after.Labels[snapshot.LabelRun]; ok || after.Labels[snapshot.LabelManifest] != "m" {
+		t.Fatalf("after removing %s: labels = %v", snapshot.LabelRun, after.Labels)
+	}
 }
 
 // testSuspend runs suspend.Run against the Capturer and checks the
@@ -321,8 +341,16 @@ func testSuspend(t *testing.T, f Fixture) {
 		t.Fatal(err)
 	}
 	run := f.LeaseID[len(snapshot.RunLeasePrefix):]
+	before, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Spec) == 0 || before.Runtime.Name == "" || before.Namespace == "" || before.Created.IsZero() {
+		t.Fatalf("Container: spec %d bytes, runtime %+v, namespace %q, created %s", len(before.Spec), before.Runtime, before.Namespace, before.Created)
+	}
 	out := filepath.Join(dir, "ref.json")
-	res, err := suspend.Run(ctx, f.Capturer, suspend.Request{
+	l := ledgerfake.New()
+	res, err := suspend.Run(ctx, f.Capturer, l, suspend.Request{
 		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv}, Out: out,
 	})
 	if err != nil {
@@ -346,12 +374,28 @@ func testSuspend(t *testing.T, f Fixture) {
 	if ref.Base.ManifestDigest != base.ManifestDigest || ref.Base.ConfigDigest != base.ConfigDigest || ref.Run != run {
 		t.Fatalf("ref base %+v, image %+v", ref.Base, base)
 	}
-	CheckDiff(t, f.Probe, ref.RootfsDiff)
-	blob, err := f.Probe.Blob(ctx, digest.Digest(res.RefBlob))
+	if ref.Schema != snapshot.RefSchema || ref.Generation != 1 || len(ref.Layers) != 1 || ref.Spec == nil || ref.Runtime == nil {
+		t.Fatalf("ref %s generation %d, %d layers, spec %v, runtime %v", ref.Schema, ref.Generation, len(ref.Layers), ref.Spec, ref.Runtime)
+	}
+	CheckDiff(t, f.Probe, ref.Layers[0])
+	blob, err := f.Probe.Blob(ctx, res.RefBlob)
 	if err != nil || !bytes.Equal(blob, file) {
 		t.Fatalf("ref blob %s differs from the file (err %v)", res.RefBlob, err)
 	}
-	for _, d := range []digest.Digest{ref.RootfsDiff.Digest, digest.Digest(res.RefBlob), ref.Base.ManifestDigest, ref.Base.ConfigDigest} {
+	// The spec blob holds the container's spec exactly as the Capturer
+	// reported it, and the runtime is the container's.
+	spec, err := f.Probe.Blob(ctx, ref.Spec.Digest)
+	if err != nil || digest.FromBytes(spec) != ref.Spec.Digest || int64(len(spec)) != ref.Spec.Size || ref.Spec.MediaType != snapshot.MediaTypeSpec {
+		t.Fatalf("spec blob %+v: %d bytes (err %v)", ref.Spec, len(spec), err)
+	}
+	if !bytes.Equal(spec, before.Spec) || ref.Runtime.Name != before.Runtime.Name || (ref.Runtime.Options == nil) != (before.Runtime.Options == nil) {
+		t.Fatalf("recorded spec %d bytes runtime %+v; the container's spec %d bytes runtime %+v", len(spec), ref.Runtime, len(before.Spec), before.Runtime)
+	}
+	if got, err := l.Get(ctx, run); err != nil || got.Generation != 1 || got.Ref != res.RefBlob || got.State != ledger.StateSuspended ||
+		got.SuspendedBy == nil || got.SuspendedBy.ID != f.Container || !got.SuspendedBy.Created.Equal(before.Created) {
+		t.Fatalf("ledger record %+v (err %v)", got, err)
+	}
+	for _, d := range []digest.Digest{ref.Layers[0].Digest, res.RefBlob, ref.Spec.Digest, ref.Base.ManifestDigest, ref.Base.ConfigDigest} {
 		if ok, err := f.Probe.LeaseHolds(ctx, res.Lease, d); err != nil || !ok {
 			t.Fatalf("run lease does not hold %s (err %v)", d, err)
 		}
@@ -360,20 +404,18 @@ func testSuspend(t *testing.T, f Fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Task != snapshot.TaskNone || c.Labels[snapshot.LabelRun] != run || c.Labels[snapshot.LabelManifest] != ref.Manifest {
+	if c.Task != snapshot.TaskNone || c.Labels[snapshot.LabelRun] != run || c.Labels[snapshot.LabelManifest] != ref.Manifest ||
+		c.Labels[snapshot.LabelSuspended] != "1" || c.Labels[snapshot.LabelSuspending] != "" {
 		t.Fatalf("after suspend: task %q labels %v", c.Task, c.Labels)
 	}
 	if kind, err := f.Probe.SnapshotKind(ctx, c); err != nil || kind != "active" {
 		t.Fatalf("after suspend the snapshot is %q (err %v), want active", kind, err)
 	}
-	// A rerun with the same run id succeeds and writes the same ref.
-	res2, err := suspend.Run(ctx, f.Capturer, suspend.Request{
+	// The container was suspended and stopped: suspending it again is
+	// refused before anything changes.
+	if _, err := suspend.Run(ctx, f.Capturer, l, suspend.Request{
 		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv}, Out: out,
-	})
-	if err != nil {
-		t.Fatalf("rerun: %v", err)
-	}
-	if !res2.Resumed || !bytes.Equal(res2.File, res.File) {
-		t.Fatalf("rerun: resumed=%t, same file=%t", res2.Resumed, bytes.Equal(res2.File, res.File))
+	}); !errors.Is(err, suspend.ErrAlreadySuspended) {
+		t.Fatalf("second suspend: %v, want ErrAlreadySuspended", err)
 	}
 }

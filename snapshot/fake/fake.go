@@ -38,6 +38,7 @@ const (
 	OpResumeTask   = "ResumeTask"
 	OpStopTask     = "StopTask"
 	OpCreateDiff   = "CreateDiff"
+	OpReadBlob     = "ReadBlob"
 	OpWriteBlob    = "WriteBlob"
 	OpCreateLease  = "CreateLease"
 	OpLease        = "Lease"
@@ -55,14 +56,30 @@ type Image struct {
 	Labels map[string]string
 }
 
+// Namespace is the containerd namespace the fake reports for every
+// container.
+const Namespace = "sandbox-resume"
+
 // Container is a container in the fake: its files (path → content; the
-// diff captures them), image, labels and task state.
+// diff captures them), image, labels, task state, creation time, OCI
+// runtime spec bytes and runtime. AddContainer fills what is left empty:
+// Created a fixed time (2026-11-30T16:00:00Z), Spec DefaultSpec(ID),
+// Runtime io.containerd.runc.v2 without options.
 type Container struct {
-	ID     string
-	Image  string
-	Files  map[string][]byte
-	Labels map[string]string
-	Task   snapshot.TaskState
+	ID      string
+	Image   string
+	Files   map[string][]byte
+	Labels  map[string]string
+	Task    snapshot.TaskState
+	Created time.Time
+	Spec    []byte
+	Runtime snapshot.Runtime
+}
+
+// DefaultSpec returns the runtime spec AddContainer gives a container that
+// has none: a small OCI runtime spec whose hostname is id.
+func DefaultSpec(id string) []byte {
+	return fmt.Appendf(nil, `{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/","env":["PATH=/usr/bin:/bin"],"user":{"uid":0,"gid":0}},"root":{"path":"rootfs"},"hostname":%q,"mounts":[{"destination":"/proc","type":"proc","source":"proc"}],"linux":{"namespaces":[{"type":"pid"},{"type":"mount"}]}}`, id)
 }
 
 type lease struct {
@@ -120,6 +137,16 @@ func (f *Capturer) AddContainer(c Container) {
 	cc := c
 	cc.Files = maps.Clone(c.Files)
 	cc.Labels = maps.Clone(c.Labels)
+	if cc.Created.IsZero() {
+		cc.Created = time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
+	}
+	if cc.Spec == nil {
+		cc.Spec = DefaultSpec(c.ID)
+	}
+	cc.Spec = slices.Clone(cc.Spec)
+	if cc.Runtime.Name == "" {
+		cc.Runtime.Name = "io.containerd.runc.v2"
+	}
 	f.containers[c.ID] = &cc
 }
 
@@ -223,9 +250,16 @@ func (f *Capturer) Container(_ context.Context, id string) (snapshot.Container, 
 	if img, ok := f.images[c.Image]; ok && len(img.Base.DiffIDs) > 0 {
 		parent = identity.ChainID(img.Base.DiffIDs).String()
 	}
+	rt := c.Runtime
+	if rt.Options != nil {
+		o := *rt.Options
+		o.Value = slices.Clone(o.Value)
+		rt.Options = &o
+	}
 	return snapshot.Container{
-		ID: c.ID, Image: c.Image, Snapshotter: f.host.Snapshotter, SnapshotKey: c.ID,
+		ID: c.ID, Namespace: Namespace, Created: c.Created, Image: c.Image, Snapshotter: f.host.Snapshotter, SnapshotKey: c.ID,
 		SnapshotKind: "active", ParentChainID: parent, Labels: maps.Clone(c.Labels), Task: c.Task,
+		Spec: slices.Clone(c.Spec), Runtime: rt,
 	}, nil
 }
 
@@ -342,45 +376,79 @@ func (f *Capturer) StopTask(_ context.Context, id string) error {
 
 // CreateDiff implements snapshot.Differ: a zstd tar of the container's
 // files, stored under the lease.
-func (f *Capturer) CreateDiff(_ context.Context, leaseID string, sc snapshot.Container) (snapshot.Diff, error) {
+func (f *Capturer) CreateDiff(_ context.Context, leaseID string, sc snapshot.Container) (snapshot.Layer, error) {
 	if err := f.enter(OpCreateDiff); err != nil {
-		return snapshot.Diff{}, err
+		return snapshot.Layer{}, err
 	}
 	defer f.mu.Unlock()
 	l, ok := f.leases[leaseID]
 	if !ok {
-		return snapshot.Diff{}, fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
+		return snapshot.Layer{}, fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
 	}
 	c, err := f.container(sc.ID)
 	if err != nil {
-		return snapshot.Diff{}, err
+		return snapshot.Layer{}, err
 	}
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
 	for _, p := range slices.Sorted(maps.Keys(c.Files)) {
 		hdr := &tar.Header{Name: p, Mode: 0o644, Size: int64(len(c.Files[p])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {
-			return snapshot.Diff{}, err
+			return snapshot.Layer{}, err
 		}
 		if _, err := tw.Write(c.Files[p]); err != nil {
-			return snapshot.Diff{}, err
+			return snapshot.Layer{}, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return snapshot.Diff{}, err
+		return snapshot.Layer{}, err
 	}
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
-		return snapshot.Diff{}, err
+		return snapshot.Layer{}, err
 	}
 	blob := enc.EncodeAll(raw.Bytes(), nil)
 	d := digest.FromBytes(blob)
 	f.blobs[d] = blob
 	l.resources[d] = true
-	return snapshot.Diff{
+	return snapshot.Layer{
 		MediaType: ocispec.MediaTypeImageLayerZstd, Digest: d, Size: int64(len(blob)),
 		DiffID: digest.FromBytes(raw.Bytes()), UncompressedSize: int64(raw.Len()),
 	}, nil
+}
+
+// ReadBlob implements snapshot.BlobReader.
+func (f *Capturer) ReadBlob(_ context.Context, d digest.Digest) ([]byte, error) {
+	if err := f.enter(OpReadBlob); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	b, ok := f.blobs[d]
+	if !ok {
+		return nil, fmt.Errorf("blob %s: %w", d, errdefs.ErrNotFound)
+	}
+	if len(b) > snapshot.MaxBlobRead {
+		return nil, fmt.Errorf("blob %s: %d bytes, more than %d: %w", d, len(b), snapshot.MaxBlobRead, errdefs.ErrInvalidArgument)
+	}
+	if got := digest.FromBytes(b); got != d {
+		return nil, fmt.Errorf("blob %s: the store holds bytes with digest %s: %w", d, got, errdefs.ErrDataLoss)
+	}
+	return slices.Clone(b), nil
+}
+
+// CorruptBlob replaces the stored bytes of blob d (a test's way to damage
+// content; ReadBlob then reports errdefs.ErrDataLoss).
+func (f *Capturer) CorruptBlob(d digest.Digest, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blobs[d] = slices.Clone(data)
+}
+
+// DeleteBlob removes blob d from the content store, whatever holds it.
+func (f *Capturer) DeleteBlob(d digest.Digest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.blobs, d)
 }
 
 // WriteBlob implements snapshot.BlobWriter.
@@ -471,7 +539,13 @@ func (f *Capturer) SetContainerLabels(_ context.Context, id string, labels map[s
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}
-	maps.Copy(c.Labels, labels)
+	for k, v := range labels {
+		if v == "" {
+			delete(c.Labels, k)
+		} else {
+			c.Labels[k] = v
+		}
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
+	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
@@ -52,7 +53,8 @@ func TestSuspendImageMetadata(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			f := labelledFake(tc.Labels())
 			e := newEnv(t, `{"image":"meta:1"}`)
-			res, err := suspend.Run(ctx, f, e.req("meta-box", "r"))
+			l := ledgerfake.New()
+			res, err := suspend.Run(ctx, f, l, e.req("meta-box", "r"))
 			if len(tc.Refused) == 0 {
 				if err != nil {
 					t.Fatalf("err = %v, want a suspend", err)
@@ -88,6 +90,9 @@ func TestSuspendImageMetadata(t *testing.T) {
 			if _, serr := os.Stat(filepath.Join(e.dir, "ref.json")); serr == nil {
 				t.Error("a ref file was written")
 			}
+			if recs, lerr := l.List(ctx); lerr != nil || len(recs) != 0 {
+				t.Errorf("ledger records %v (err %v) after the refusal", recs, lerr)
+			}
 			want := []string{fake.OpContainer, fake.OpHost, fake.OpResolveImage, fake.OpImageLabels}
 			if fmt.Sprint(f.Ops()) != fmt.Sprint(want) {
 				t.Errorf("operations %v, want only %v", f.Ops(), want)
@@ -101,7 +106,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 	t.Run("other labels only", func(t *testing.T) {
 		f := labelledFake(map[string]string{"org.opencontainers.image.title": "x", "devcontainer.metadata.old": "not json"})
 		e := newEnv(t, `{"image":"meta:1"}`)
-		if _, err := suspend.Run(ctx, f, e.req("meta-box", "r")); err != nil {
+		if _, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("meta-box", "r")); err != nil {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -110,7 +115,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 		// alpine: the mismatch (3) is reported, not the label.
 		f := labelledFake(testimage.MetadataCases[0].Labels())
 		e := newEnv(t, `{"image":"meta:1"}`)
-		if _, err := suspend.Run(ctx, f, e.req("alp", "r")); !errors.Is(err, suspend.ErrMismatch) {
+		if _, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("alp", "r")); !errors.Is(err, suspend.ErrMismatch) {
 			t.Fatalf("err = %v, want ErrMismatch", err)
 		}
 	})
@@ -123,7 +128,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 			return nil
 		}
 		e := newEnv(t, `{"image":"meta:1"}`)
-		if _, err := suspend.Run(ctx, f, e.req("meta-box", "r")); !errors.Is(err, snapshot.ErrImageUnresolved) {
+		if _, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("meta-box", "r")); !errors.Is(err, snapshot.ErrImageUnresolved) {
 			t.Fatalf("err = %v, want ErrImageUnresolved", err)
 		}
 		f.Hook = func(op string) error {
@@ -132,7 +137,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 			}
 			return nil
 		}
-		_, err := suspend.Run(ctx, f, e.req("meta-box", "r"))
+		_, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("meta-box", "r"))
 		var me *envmanifest.ImageMetadataError
 		if err == nil || errors.Is(err, snapshot.ErrImageUnresolved) || errors.As(err, &me) || !errdefs.IsUnavailable(err) {
 			t.Fatalf("err = %v, want the daemon's error", err)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
@@ -73,7 +74,7 @@ type cliProc struct {
 func startCLI(t testing.TB, env []string, args ...string) *cliProc {
 	t.Helper()
 	cmd := exec.Command(cli(t), args...)
-	cmd.Env = append(append(os.Environ(), "SANDBOX_RESUME_HOST_ID="), env...)
+	cmd.Env = cliEnv(args, env...)
 	cmd.Stdout = io.Discard
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -162,7 +163,7 @@ func suspendBig(t testing.TB, d *harness.Daemon, config string, n int) *suspende
 	big := make([]byte, n)
 	rand.Read(big)
 	blob, diff := diffLayer(t, map[string]string{"data.txt": string(big), "var/sr/n.txt": "nested\n"})
-	s.diff, s.ref.RootfsDiff = blob, diff
+	s.diff, s.ref.Layers[0] = blob, diff
 	writeDiff(t, d, d.Namespace, s.ref.Run, blob)
 	s.sign(t)
 	return s
@@ -388,8 +389,25 @@ func TestImportFaultTrials(t *testing.T) {
 	}
 	t.Logf("an uninterrupted import process takes %s (archive %d bytes)", full, exp.Size)
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random kill times: seed %d", seed)
+	// The shipped build has no fault points: the binary built as `make
+	// build` does (no -tags faultpoint), told to hold at an import step,
+	// neither reports it nor holds, and imports completely.
+	{
+		ns := d.NewNamespace()
+		out := filepath.Join(dir, "plain.ref.json")
+		cmd := exec.Command(plainCLI(t), "--address", d.Address, "--namespace", ns, "--output", "json", "import", r.archive, "--trust", s.pub, "--out", out)
+		cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=", faultpoint.Env+"=import-ingest")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil || strings.Contains(stderr.String(), "fault point") {
+			t.Fatalf("the plain binary with %s=import-ingest: %v; stderr:\n%s", faultpoint.Env, err, stderr.String())
+		}
+		if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, r.refFile) {
+			t.Fatalf("the plain binary's import wrote %q (%v), want the ref file", got, err)
+		}
+	}
+
+	seed := testenv.Seed(t, testenv.RandomSeed()) // the random kill times; logged, SANDBOX_RESUME_TEST_SEED replays them
 	rng := mrand.New(mrand.NewPCG(seed, 0))
 	type trial struct {
 		step  string
@@ -571,7 +589,7 @@ func TestDaemonKilledBetweenSuspendAndResume(t *testing.T) {
 	}
 	rt := d.Connect(t, "")
 	c := d.Context(t)
-	for _, dg := range []digest.Digest{ref.RootfsDiff.Digest, digest.FromBytes(file), im.Manifest} {
+	for _, dg := range []digest.Digest{ref.Layers[0].Digest, digest.FromBytes(file), im.Manifest} {
 		if held, err := rt.LeaseHolds(c, snapshot.RunLease(run), dg); err != nil || !held {
 			t.Errorf("after the kill, run lease %s holds %s: %t (%v)", snapshot.RunLease(run), dg, held, err)
 		}
@@ -702,19 +720,19 @@ func TestSuspendDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the ref after the retry does not verify: %v", err)
 	}
-	if ref.RootfsDiff.Size < big || ref.RootfsDiff.UncompressedSize < big {
-		t.Errorf("the diff is %d bytes (%d uncompressed), the container changed %d", ref.RootfsDiff.Size, ref.RootfsDiff.UncompressedSize, big)
+	if ref.Layers[0].Size < big || ref.Layers[0].UncompressedSize < big {
+		t.Errorf("the diff is %d bytes (%d uncompressed), the container changed %d", ref.Layers[0].Size, ref.Layers[0].UncompressedSize, big)
 	}
-	if held, err := rt.LeaseHolds(c, lease, ref.RootfsDiff.Digest); err != nil || !held {
-		t.Errorf("run lease holds the diff %s: %t (%v)", ref.RootfsDiff.Digest, held, err)
+	if held, err := rt.LeaseHolds(c, lease, ref.Layers[0].Digest); err != nil || !held {
+		t.Errorf("run lease holds the diff %s: %t (%v)", ref.Layers[0].Digest, held, err)
 	}
 	if sts, err := d.Client.ContentStore().ListStatuses(c); err != nil || len(sts) != 0 {
 		t.Errorf("ingests in progress after the completed suspend: %v (%v)", sts, err)
 	}
 	// What is used now: the changes and their diff, not a partial diff
 	// besides.
-	if used, _ := d.RootUsage(t); used > used0+ref.RootfsDiff.Size+4<<20 {
-		t.Errorf("after the completed suspend %d bytes are used: %d before it plus a %d-byte diff", used, used0, ref.RootfsDiff.Size)
+	if used, _ := d.RootUsage(t); used > used0+ref.Layers[0].Size+4<<20 {
+		t.Errorf("after the completed suspend %d bytes are used: %d before it plus a %d-byte diff", used, used0, ref.Layers[0].Size)
 	}
 
 	t.Run("ref file on a full file system", func(t *testing.T) {
@@ -800,10 +818,18 @@ func TestNewerRefSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const newer = "sandbox.snapshot-ref/2"
-	r2 := s.ref
-	r2.Schema = newer
-	file2, err := snapshot.SignRef(&r2, s.key)
+	// A ref of the next schema: this tool's ref with only its schema
+	// string changed (the Go type cannot write a schema it does not know).
+	const newer = "sandbox.snapshot-ref/3"
+	canonical, err := s.ref.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := bytes.Replace(canonical, []byte(`"schema":"`+snapshot.RefSchema+`"`), []byte(`"schema":"`+newer+`"`), 1)
+	if bytes.Equal(inner, canonical) {
+		t.Fatalf("no schema member in %s", canonical)
+	}
+	file2, err := envelope.Sign(envelope.MemberRef, inner, s.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -844,8 +870,8 @@ func TestNewerRefSchemaRefused(t *testing.T) {
 		ref  []byte
 		want int
 	}{
-		{"schema 1 (control)", file1, 0},
-		{"schema 2", file2, 2},
+		{"schema 2 (control)", file1, 0},
+		{"schema 3", file2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es := swapRef(t, slices.Clone(base), exp.Artifact.Digest, tc.ref)

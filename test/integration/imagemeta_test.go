@@ -16,6 +16,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -66,7 +67,7 @@ func pairs(rs []envmanifest.Refusal) []testimage.MetadataRefusal {
 // exactly the label's refusals (pointers under
 // /config/Labels/devcontainer.metadata), and the suspend leaves the
 // container as it was (task running, no labels, no run lease, no ref
-// file). A label that passes suspends, and the ref then passes
+// file, no ledger record). A label that passes suspends, and the ref then passes
 // `resume --check` on the same host (check 8 reads the label again).
 func TestImageMetadataSuspendAndLint(t *testing.T) {
 	d := harness.Start(t, "imgmeta")
@@ -165,11 +166,17 @@ func TestImageMetadataSuspendAndLint(t *testing.T) {
 			if err != nil || ctr.Task != snapshot.TaskRunning {
 				t.Errorf("task %q (err %v), want running", ctr.Task, err)
 			}
-			if ctr.Labels[snapshot.LabelRun] != "" || ctr.Labels[snapshot.LabelManifest] != "" {
+			if ctr.Labels[snapshot.LabelRun] != "" || ctr.Labels[snapshot.LabelManifest] != "" || ctr.Labels[snapshot.LabelSuspending] != "" {
 				t.Errorf("labels after a refused suspend: %v", ctr.Labels)
 			}
 			if _, err := rt.Lease(d.Context(t), snapshot.RunLease(run)); !errdefs.IsNotFound(err) {
 				t.Errorf("run lease after a refused suspend: err %v", err)
+			}
+			l := daemonLedger(t, d, "")
+			rec, err := l.Get(d.Context(t), run)
+			l.Close()
+			if !errors.Is(err, ledger.ErrNotFound) {
+				t.Errorf("ledger after a refused suspend: record %+v, err %v; want none", rec, err)
 			}
 		})
 	}

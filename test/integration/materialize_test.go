@@ -18,12 +18,12 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	containerstore "github.com/containerd/containerd/v2/core/containers"
-	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -74,8 +74,9 @@ func resumeCLI(t *testing.T, s *suspendedRun, extra ...string) (int, *resume.Ver
 	t.Helper()
 	args := []string{"--address", s.d.Address, "--namespace", s.d.Namespace, "--output", "json",
 		"resume", "--ref", s.ref, "--config", s.cfg, "--trust", s.pub}
-	cmd := exec.Command(cli(t), append(args, extra...)...)
-	cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=")
+	args = append(args, extra...)
+	cmd := exec.Command(cli(t), args...)
+	cmd.Env = cliEnv(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -221,8 +222,12 @@ func TestMaterializeSeesPreSuspendFiles(t *testing.T) {
 		t.Errorf("the refused second resume created a container")
 	}
 
-	// discard, then resume: 7 (the diff is gone; the base image is stored).
-	if _, code := runCLI(t, d, "discard", "--run", s.run); code != 0 {
+	// discard (the run is live: --force), then resume: 7 (the diff is
+	// gone; the base image is stored).
+	if _, code := runCLI(t, d, "discard", "--run", s.run); code != 8 {
+		t.Fatalf("discard of a live run without --force: exit %d, want 8", code)
+	}
+	if _, code := runCLI(t, d, "discard", "--run", s.run, "--force"); code != 0 {
 		t.Fatalf("discard exit %d", code)
 	}
 	code, v = resumeCLI(t, s, "--container", "third-"+s.run)
@@ -274,7 +279,7 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref.RootfsDiff.DiffID = digest.FromString("not the diff")
+	ref.Layers[0].DiffID = digest.FromString("not the diff")
 	k, err := envelope.LoadPrivateKey(s.key)
 	if err != nil {
 		t.Fatal(err)
@@ -286,20 +291,31 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if err := os.WriteFile(s.ref, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The suspend recorded the good ref: the re-signed one would be
+	// forked (6) before materializing. Purge the record (the run lease
+	// and its blobs stay), so the claim passes and the layer is checked.
+	l := daemonLedger(t, d, "")
+	if _, err := l.Discard(ctx(t), s.run, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Purge(ctx(t), s.run); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 	before := containers(t, d)
 	code, v := resumeCLI(t, s)
 	if code != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" {
 		t.Fatalf("exit %d class %s container %q: %s", code, v.Class, v.Container, failDetail(v))
 	}
-	if !strings.Contains(failDetail(v), ref.RootfsDiff.DiffID.String()) || !strings.Contains(failDetail(v), "released") {
+	if !strings.Contains(failDetail(v), ref.Layers[0].DiffID.String()) || !strings.Contains(failDetail(v), "released") {
 		t.Errorf("detail %q does not name the recorded diffID and the released claim", failDetail(v))
 	}
 	if after := containers(t, d); len(after) != len(before) {
 		t.Errorf("containers %v → %v", before, after)
 	}
-	rt := d.Connect(t, "")
-	if c, err := rt.ClaimHolder(d.Context(t), s.run); err != nil || c != nil {
-		t.Errorf("claim after a failed materialization: %+v, %v", c, err)
+	rec, err := daemonLedger(t, d, "").Get(d.Context(t), s.run)
+	if err != nil || rec.State != ledger.StateSuspended || rec.Holder != nil {
+		t.Errorf("record after a failed materialization: %v, %v; want suspended (the claim released)", rec, err)
 	}
 }
 
@@ -346,21 +362,28 @@ func TestMaterializeConcurrent(t *testing.T) {
 	}
 }
 
-// TestMaterializeLiveHolderNotTakenOver: a claim whose holder process is
-// alive (this test process) and whose container does not exist yet — a
-// resume still materializing — is not taken over; once that holder is gone
-// (another start time) the claim is stale and taken over.
+// TestMaterializeLiveHolderNotTakenOver: a resuming record whose holder
+// process is alive (this test process) and whose container does not exist
+// yet — a resume still materializing — is 8; once that holder is gone
+// (another start time) the rerun replaces it and resumes.
 func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 	d := harness.Start(t, "matlive")
 	s := suspendRun(t, d, "live-1")
-	holder, err := resume.Holder("materializing", "")
+	refFile, err := os.ReadFile(s.ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm := d.Client.LeasesService()
-	c := d.Context(t)
-	id := snapshot.ClaimLease(s.run)
-	if _, err := lm.Create(c, leases.WithID(id), leases.WithLabels(resume.ClaimLabels(holder))); err != nil {
+	host, err := d.Connect(t, "").Host(d.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := resume.Self(ledger.Container{Host: host.ID, Namespace: d.Namespace, ID: "materializing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := daemonLedger(t, d, "")
+	c, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: holder})
+	if err != nil {
 		t.Fatal(err)
 	}
 	code, v := resumeCLI(t, s)
@@ -368,19 +391,22 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 		t.Fatalf("exit %d %s; want 8 naming the live holder", code, failDetail(v))
 	}
 	if containers(t, d)[resume.DefaultContainerID(s.run)] {
-		t.Fatal("a container was created under a live claim")
+		t.Fatal("a container was created while another resumer holds the claim")
 	}
-	// The holder dies: same labels but another start time.
-	if err := lm.Delete(c, leases.Lease{ID: id}, leases.SynchronousDelete); err != nil {
+	// The holder dies: the record names another start time.
+	if err := c.Release(d.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	holder.StartTime += "0"
-	if _, err := lm.Create(c, leases.WithID(id), leases.WithLabels(resume.ClaimLabels(holder))); err != nil {
+	holder.Start += "0"
+	if _, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: holder}); err != nil {
 		t.Fatal(err)
 	}
 	code, v = resumeCLI(t, s)
-	if code != 0 || !strings.Contains(v.Check(resume.CheckClaim).Detail, "took over") {
-		t.Fatalf("stale claim: exit %d %s; claim detail %q", code, failDetail(v), v.Check(resume.CheckClaim).Detail)
+	if code != 0 || !strings.Contains(v.Check(resume.CheckClaim).Detail, "replaced the gone resuming holder") {
+		t.Fatalf("gone holder: exit %d %s; claim detail %q", code, failDetail(v), v.Check(resume.CheckClaim).Detail)
+	}
+	if v.Fence != 3 {
+		t.Errorf("fence %d, want 3 (three claims)", v.Fence)
 	}
 }
 
@@ -408,7 +434,7 @@ func TestMaterializerConformance(t *testing.T) {
 			return &c
 		}
 		return materializertest.Fixture{
-			M: rt, Claims: rt, Base: base,
+			M: rt, Facts: rt, Base: base,
 			PutBlob: func(t testing.TB, run string, data []byte) { writeDiff(t, d, ns, run, data) },
 			Env: func(t testing.TB, id string) []string {
 				c, err := d.Client.LoadContainer(cctx, id)

@@ -21,6 +21,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -33,7 +34,7 @@ import (
 
 // diffLayer builds a real rootfs diff: a tar holding files, compressed with
 // zstd, and returns the blob and its ref description.
-func diffLayer(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
+func diffLayer(t testing.TB, files map[string]string) ([]byte, snapshot.Layer) {
 	t.Helper()
 	var tarBuf bytes.Buffer
 	tw := tar.NewWriter(&tarBuf)
@@ -59,7 +60,7 @@ func diffLayer(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return blob.Bytes(), snapshot.Diff{
+	return blob.Bytes(), snapshot.Layer{
 		MediaType: ocispec.MediaTypeImageLayerZstd,
 		Digest:    digest.FromBytes(blob.Bytes()), Size: int64(blob.Len()),
 		DiffID: digest.FromBytes(tarBuf.Bytes()), UncompressedSize: int64(tarBuf.Len()),
@@ -69,14 +70,14 @@ func diffLayer(t testing.TB, files map[string]string) ([]byte, snapshot.Diff) {
 // suspendReal is suspend (resume_test.go) with a real zstd tar diff in
 // place of the placeholder blob, so the receiving side's diffID check runs
 // on real content; edit changes the diff record before signing.
-func suspendReal(t testing.TB, d *harness.Daemon, config string, edit func(*snapshot.Diff)) *suspended {
+func suspendReal(t testing.TB, d *harness.Daemon, config string, edit func(*snapshot.Layer)) *suspended {
 	t.Helper()
 	s := suspend(t, d, config)
 	blob, diff := diffLayer(t, map[string]string{"data.txt": "hello-from-" + d.Name + "\n", "var/sr/n.txt": "nested\n"})
 	if edit != nil {
 		edit(&diff)
 	}
-	s.diff, s.ref.RootfsDiff = blob, diff
+	s.diff, s.ref.Layers[0] = blob, diff
 	writeDiff(t, d, d.Namespace, s.ref.Run, blob)
 	s.sign(t)
 	return s
@@ -102,7 +103,7 @@ func srcliEnv(t testing.TB, d *harness.Daemon, ns string, env []string, args ...
 	}
 	full := append([]string{"--address", d.Address, "--namespace", ns, "--output", "json"}, args...)
 	cmd := exec.Command(cli(t), full...)
-	cmd.Env = append(append(os.Environ(), "SANDBOX_RESUME_HOST_ID="), env...)
+	cmd.Env = cliEnv(full, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -178,7 +179,7 @@ func TestMoveArchiveTwoHosts(t *testing.T) {
 		t.Errorf("imported ref file differs from the exported one")
 	}
 	rb := b.Connect(t, "")
-	for _, dg := range []digest.Digest{s.ref.RootfsDiff.Digest, exp.Artifact.Digest, digest.FromBytes(want)} {
+	for _, dg := range []digest.Digest{s.ref.Layers[0].Digest, exp.Artifact.Digest, digest.FromBytes(want)} {
 		if held, err := rb.LeaseHolds(ctx(t), imp.Lease, dg); err != nil || !held {
 			t.Errorf("run lease on b does not hold %s (%v)", dg, err)
 		}
@@ -358,13 +359,8 @@ func TestMoveInterop(t *testing.T) {
 	var exp migrate.ExportResult
 	mustCLI(t, a, "", &exp, "export", "--ref", s.refPath, "--out", run)
 
-	if _, err := exec.LookPath("skopeo"); err != nil {
-		if harness.CI() {
-			t.Fatal("skopeo is not installed")
-		}
-		t.Skip("skopeo is not installed (make deps)")
-	}
-	out, err := exec.Command("skopeo", "inspect", "--raw", "oci-archive:"+run).CombinedOutput()
+	skopeo := testenv.LookPath(t, "skopeo", "make deps installs it")
+	out, err := exec.Command(skopeo, "inspect", "--raw", "oci-archive:"+run).CombinedOutput()
 	if err != nil {
 		t.Fatalf("skopeo inspect --raw: %v\n%s", err, out)
 	}
@@ -373,7 +369,8 @@ func TestMoveInterop(t *testing.T) {
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(out, &m); err != nil || m.ArtifactType != migrate.ArtifactType || m.Config.MediaType != snapshot.MediaTypeRef ||
-		len(m.Layers) != 1 || m.Layers[0].Digest != s.ref.RootfsDiff.Digest || m.Subject == nil || m.Subject.Digest != bb.Manifest ||
+		len(m.Layers) != 2 || m.Layers[0].Digest != s.ref.Layers[0].Digest || m.Layers[1].Digest != s.ref.Spec.Digest ||
+		m.Layers[1].MediaType != snapshot.MediaTypeSpec || m.Subject == nil || m.Subject.Digest != bb.Manifest ||
 		m.Annotations[migrate.AnnotationRun] != s.ref.Run || m.Annotations[ocispec.AnnotationCreated] != s.ref.Created {
 		t.Errorf("artifact manifest (%v): %s", err, out)
 	}
@@ -382,7 +379,7 @@ func TestMoveInterop(t *testing.T) {
 	if out, err := exec.Command("skopeo", "copy", "oci-archive:"+run, "oci:"+layout).CombinedOutput(); err != nil {
 		t.Fatalf("skopeo copy: %v\n%s", err, out)
 	}
-	for _, d := range []digest.Digest{exp.Artifact.Digest, s.ref.RootfsDiff.Digest} {
+	for _, d := range []digest.Digest{exp.Artifact.Digest, s.ref.Layers[0].Digest, s.ref.Spec.Digest} {
 		b, err := os.ReadFile(filepath.Join(layout, "blobs", "sha256", d.Encoded()))
 		if err != nil || digest.FromBytes(b) != d {
 			t.Errorf("skopeo's copy lacks blob %s (%v)", d, err)
@@ -517,7 +514,7 @@ func TestMoveHostileArchives(t *testing.T) {
 	good := filepath.Join(dir, "good.tar")
 	var exp migrate.ExportResult
 	mustCLI(t, a, "", &exp, "export", "--ref", s.refPath, "--out", good, "--with-base")
-	layer := s.ref.RootfsDiff.Digest
+	layer := s.ref.Layers[0].Digest
 
 	// Archives whose ref records a wrong diffID or a too small
 	// uncompressedSize, signed by a trusted key: only the layer check can
@@ -531,11 +528,11 @@ func TestMoveHostileArchives(t *testing.T) {
 	addTrust(s.pub)
 	var bigPath, badIDPath string
 	{
-		s2 := suspendReal(t, a, pinnedConfig(bb), func(d *snapshot.Diff) { d.UncompressedSize -= 512 })
+		s2 := suspendReal(t, a, pinnedConfig(bb), func(d *snapshot.Layer) { d.UncompressedSize -= 512 })
 		addTrust(s2.pub)
 		bigPath = filepath.Join(dir, "big.tar")
 		mustCLI(t, a, "", nil, "export", "--ref", s2.refPath, "--out", bigPath)
-		s3 := suspendReal(t, a, pinnedConfig(bb), func(d *snapshot.Diff) { d.DiffID = digest.FromString("another tar") })
+		s3 := suspendReal(t, a, pinnedConfig(bb), func(d *snapshot.Layer) { d.DiffID = digest.FromString("another tar") })
 		addTrust(s3.pub)
 		badIDPath = filepath.Join(dir, "badid.tar")
 		mustCLI(t, a, "", nil, "export", "--ref", s3.refPath, "--out", badIDPath)
@@ -600,7 +597,7 @@ func TestMoveHostileArchives(t *testing.T) {
 		}},
 		{name: "an unrelated image in index.json", make: func(es []entry) []entry {
 			return editIndex(t, es, func(idx *ocispec.Index) {
-				idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: layer, Size: s.ref.RootfsDiff.Size})
+				idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: layer, Size: s.ref.Layers[0].Size})
 			})
 		}},
 		{name: "decompresses beyond uncompressedSize", path: bigPath},

@@ -148,7 +148,7 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 						cli2(a, "export", "--ref", refPath, "--out", runTar)
 					}, func() { sh(`tar -cf "$1" -C "$2" .`, filesTar, upper) })
 					layer := filepath.Join(w, "layer.zst")
-					sh(`tar -xOf "$1" "blobs/sha256/$2" > "$3"`, runTar, ref.RootfsDiff.Digest.Encoded(), layer)
+					sh(`tar -xOf "$1" "blobs/sha256/$2" > "$3"`, runTar, ref.Layers[0].Digest.Encoded(), layer)
 					dstI := filepath.Join(w, "import-base")
 					pair(i, "import", func() {
 						cli2(h2, "import", runTar, "--trust", pub, "--out", filepath.Join(w, "imported.json"))

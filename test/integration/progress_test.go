@@ -102,17 +102,18 @@ func TestMoveProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(push.phases) != 2 || push.phases[0] != "push base" || push.phases[1] != "push" ||
-			push.bytes[0] == 0 || push.bytes[1] < s.ref.RootfsDiff.Size {
-			t.Errorf("push progress %s; layer %d bytes", &push, s.ref.RootfsDiff.Size)
+			push.bytes[0] == 0 || push.bytes[1] < s.ref.Layers[0].Size {
+			t.Errorf("push progress %s; layer %d bytes", &push, s.ref.Layers[0].Size)
 		}
 		var pull progressLog
 		rc := c.Connect(t, "") // nothing there: the layer and the base are fetched
 		if _, err := migrate.Pull(ctx(t), rc, rc.Registry(plainTransport(t)), target, trust, migrate.WithProgress(&pull)); err != nil {
 			t.Fatal(err)
 		}
-		if len(pull.phases) != 3 || pull.phases[0] != "pull" || pull.bytes[0] != s.ref.RootfsDiff.Size ||
+		// The artifact's layers: the layer and the spec blob.
+		if len(pull.phases) != 3 || pull.phases[0] != "pull" || pull.bytes[0] != s.ref.Layers[0].Size+s.ref.Spec.Size ||
 			pull.phases[2] != "pull base" || pull.bytes[2] == 0 {
-			t.Errorf("pull progress %s; layer %d bytes", &pull, s.ref.RootfsDiff.Size)
+			t.Errorf("pull progress %s; layer %d bytes, spec %d bytes", &pull, s.ref.Layers[0].Size, s.ref.Spec.Size)
 		}
 	})
 

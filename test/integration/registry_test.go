@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"errors"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -240,12 +241,7 @@ func TestRegistryAuthTLS(t *testing.T) {
 	})
 
 	t.Run("skopeo copy --src-creds", func(t *testing.T) {
-		if _, err := exec.LookPath("skopeo"); err != nil {
-			if harness.CI() {
-				t.Fatal("skopeo is not installed")
-			}
-			t.Skip("skopeo is not installed (make deps)")
-		}
+		testenv.LookPath(t, "skopeo", "make deps")
 		layout := filepath.Join(t.TempDir(), "layout")
 		out, err := exec.Command("skopeo", "copy", "--src-creds", "alice:alice-pw", "--src-cert-dir", reg.CertDir,
 			"docker://"+target, "oci:"+layout+":run").CombinedOutput()
@@ -262,7 +258,7 @@ func TestRegistryAuthTLS(t *testing.T) {
 		if got := digest.FromBytes(raw); got != pr.Artifact.Digest {
 			t.Errorf("skopeo read manifest %s, we pushed %s:\n%s", got, pr.Artifact.Digest, raw)
 		}
-		for _, d := range []digest.Digest{s.ref.RootfsDiff.Digest} {
+		for _, d := range []digest.Digest{s.ref.Layers[0].Digest} {
 			if b, err := os.ReadFile(filepath.Join(layout, "blobs", "sha256", d.Encoded())); err != nil || digest.FromBytes(b) != d {
 				t.Errorf("skopeo's copy lacks layer %s (%v)", d, err)
 			}
@@ -309,9 +305,10 @@ func TestRegistryFlakyNetwork(t *testing.T) {
 		// Every request for the base's layer fails: the artifact is fetched
 		// into the temporary lease first, then the base fails for good. (c
 		// has none of it yet: containerd shares blobs between namespaces.)
-		broken := harness.StartFlakyProxy(t, reg)
-		broken.Fails = 1 << 30
-		broken.Only = func(object string) bool { return object == bb.Image.Layers[0].Digest.String() }
+		broken := harness.StartFlakyProxyWith(t, reg, func(p *harness.FlakyProxy) {
+			p.Fails = 1 << 30
+			p.Only = func(object string) bool { return object == bb.Image.Layers[0].Digest.String() }
+		})
 		ns := c.NewNamespace()
 		out := filepath.Join(t.TempDir(), "ref.json")
 		start := time.Now()

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,8 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -28,32 +32,35 @@ import (
 )
 
 // The fault trials of `resume` without --check (issue 7 item 4, issue 10
-// item 2): the resume process is SIGKILLed at its fault points (the steps
-// resume.Resume lists) and at random moments; what it left is read back
-// from the daemon (claim lease and takeover lock, the snapshots under the
-// claim, the container and its task, the run lease's content) and a rerun
-// must exit 0, or 8 naming the container the killed run had created.
+// item 2, issue 15 item 6): the resume process is SIGKILLed at its fault
+// points (the steps resume.Resume lists: before the claim, after it, after
+// the container, after Live, ...) and at random moments; what it left is
+// read back from the ledger (the run's record) and the daemon (the
+// snapshots under the materialization lease, the container and its task,
+// the run lease's content) and a rerun must complete (exit 0, replacing the
+// killed resumer, which is gone) or, once the killed run went live, answer 8
+// naming its incarnation — never two incarnations.
 
 // resumeFaultSteps are the fault points of resume.Resume and
 // runtime/containerd's Materializer, in order.
 var resumeFaultSteps = []string{
-	"resume-takeover", "resume-claimed", "resume-diffchecked", "resume-applied",
-	"resume-prepared", "resume-created", "resume-task", "resume-started",
+	"resume-judged", "resume-claimed", "resume-diffchecked", "resume-applied",
+	"resume-prepared", "resume-created", "resume-live", "resume-task", "resume-started",
 }
 
 // The states a killed resume can leave (by what the daemon holds).
 const (
-	rstNothing  = "no claim of the killed run"                     // killed before check 10
-	rstLock     = "takeover lock left, claim not the killed run's" // killed while taking over a stale claim
-	rstClaim    = "claim only"                                     // the claim names the killed process; nothing under it
-	rstApplying = "layers being applied"                           // snapshots under the claim, the diff's chain snapshot not committed
-	rstApplied  = "layers applied, no snapshot"                    // the diff's chain snapshot exists, no snapshot <container>
-	rstPrepared = "snapshot prepared, no container"                // snapshot <container>, no container
-	rstCreated  = "container created"                              // any state with the container, and one of:
-	rstNoTask   = "no task"                                        //   no task
-	rstTaskMade = "task created, not started"                      //   a created task
-	rstStarted  = "task started"                                   //   a started task (running, or busybox's sh already exited)
-	rstDone     = "complete (the kill came after the exit)"        // the process had finished
+	rstNothing  = "no claim of the killed run"              // killed before the Claim transition
+	rstClaim    = "claim only"                              // the record is resuming with the killed process as holder; nothing made
+	rstApplying = "layers being applied"                    // snapshots under the materialization lease, the diff's chain snapshot not committed
+	rstApplied  = "layers applied, no snapshot"             // the diff's chain snapshot exists, no snapshot <container>
+	rstPrepared = "snapshot prepared, no container"         // snapshot <container>, no container
+	rstCreated  = "container created"                       // any state with the container, and one of:
+	rstNoTask   = "no task"                                 //   no task
+	rstTaskMade = "task created, not started"               //   a created task
+	rstStarted  = "task started"                            //   a started task (running, or busybox's sh already exited)
+	rstLive     = "live"                                    //   and the record is live with the container
+	rstDone     = "complete (the kill came after the exit)" // the process had finished
 )
 
 // Task states as resumeFaultState records them.
@@ -65,13 +72,13 @@ const (
 
 // resumeFaultState is what a killed resume process left.
 type resumeFaultState struct {
-	claim      *resume.Claim // the run's claim (nil: none)
-	mine       bool          // the claim names the killed process and its container
-	lock       bool          // the takeover lock lease exists
-	chain      bool          // the chain snapshot of base + diff exists
-	claimSnaps []string      // snapshots the claim lease holds
-	snapshot   bool          // the snapshot <container> exists
-	container  bool          // the container exists
+	rec        *ledger.Record // the run's record (nil: none)
+	mine       bool           // the record is resuming with the killed process and its container as holder
+	live       bool           // the record is live with the killed run's container
+	chain      bool           // the chain snapshot of base + diff exists
+	claimSnaps []string       // snapshots the materialization leases hold
+	snapshot   bool           // the snapshot <container> exists
+	container  bool           // the container exists
 	labels     map[string]string
 	task       string   // taskNone, taskCreated or taskStarted
 	ingests    []string // content ingests in progress
@@ -80,11 +87,11 @@ type resumeFaultState struct {
 
 func (s resumeFaultState) String() string {
 	c := "none"
-	if s.claim != nil {
-		c = fmt.Sprintf("%q pid %d (mine %t)", s.claim.Container, s.claim.PID, s.mine)
+	if s.rec != nil {
+		c = fmt.Sprintf("%s (mine %t, live %t)", s.rec, s.mine, s.live)
 	}
-	return fmt.Sprintf("claim=%s lock=%t chain=%t claimSnapshots=%v snapshot=%t container=%t task=%q ingests=%v",
-		c, s.lock, s.chain, s.claimSnaps, s.snapshot, s.container, s.task, s.ingests)
+	return fmt.Sprintf("record=%s chain=%t leaseSnapshots=%v snapshot=%t container=%t task=%q ingests=%v",
+		c, s.chain, s.claimSnaps, s.snapshot, s.container, s.task, s.ingests)
 }
 
 // names are the states s counts as.
@@ -100,12 +107,13 @@ func (s resumeFaultState) names() []string {
 		default:
 			out = append(out, rstStarted)
 		}
+		if s.live {
+			out = append(out, rstLive)
+		}
 		if s.exited {
 			out = append(out, rstDone)
 		}
 		return out
-	case s.lock && !s.mine:
-		return []string{rstLock}
 	case !s.mine:
 		return []string{rstNothing}
 	case s.snapshot:
@@ -119,9 +127,9 @@ func (s resumeFaultState) names() []string {
 }
 
 // resumeRig is one suspended run on one daemon, resumed over and over: a
-// trial's containers are deleted afterwards, which leaves the claim stale
-// (its holder exited, its container gone), so the next resume takes it
-// over; or the claim is deleted too, so the next resume creates it.
+// trial's containers are deleted afterwards and the record reset — purged
+// (the next resume claims a free run id) or resuming with a gone holder
+// (the next resume replaces it).
 type resumeRig struct {
 	d       *harness.Daemon
 	rt      *ctrd.Runtime
@@ -142,21 +150,26 @@ func (r *resumeRig) observe(t *testing.T, ctx context.Context, container string,
 	t.Helper()
 	var s resumeFaultState
 	var err error
-	if s.claim, err = r.rt.ClaimHolder(ctx, r.s.run); err != nil {
+	rec, err := daemonLedger(t, r.d, "").Get(ctx, r.s.run)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+	case err != nil:
 		t.Fatal(err)
+	default:
+		s.rec = &rec
 	}
-	s.mine = s.claim != nil && s.claim.PID == pid && s.claim.Container == container
-	claimID := snapshot.ClaimLease(r.s.run)
+	if h := rec.Holder; s.rec != nil && h != nil && h.ID == container {
+		s.mine = rec.State == ledger.StateResuming && (pid < 0 || h.PID == pid)
+		s.live = rec.State == ledger.StateLive
+	}
 	ls := r.d.Client.LeasesService()
 	all, err := ls.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range all {
-		switch l.ID {
-		case claimID + "/takeover":
-			s.lock = true
-		case claimID:
+		switch {
+		case l.Labels[snapshot.LabelPrefix+"temporary"] == "materialize" && l.Labels[snapshot.LabelRun] == r.s.run:
 			rs, err := ls.ListResources(ctx, l)
 			if err != nil {
 				t.Fatal(err)
@@ -246,9 +259,10 @@ func (r *resumeRig) runContent(t *testing.T, ctx context.Context) map[digest.Dig
 
 // checkInvariants holds for every state a kill or a rerun leaves: after a
 // garbage collection the state is the same (everything made is held by the
-// claim lease or a container) and the run lease still holds the diff, the
-// ref blob and the base; the ref file is untouched; no ingest is left; a
-// container has its snapshot, its labels and the claim naming it.
+// materialization lease or a container) and the run lease still holds the
+// diff, the ref blob and the base; the ref file is untouched; no ingest is
+// left; a container has its snapshot, its labels (fence included) and the
+// record naming it as holder.
 func (r *resumeRig) checkInvariants(t *testing.T, ctx context.Context, container string, pid int, s resumeFaultState) {
 	t.Helper()
 	collectGarbage(t, r.d, r.d.Namespace)
@@ -268,11 +282,12 @@ func (r *resumeRig) checkInvariants(t *testing.T, ctx context.Context, container
 		if !s.snapshot {
 			t.Errorf("container %s without its snapshot: %v", container, s)
 		}
-		if s.labels[snapshot.LabelRun] != r.s.run || s.labels[snapshot.LabelManifest] != r.ref.Manifest {
+		if s.labels[snapshot.LabelRun] != r.s.run || s.labels[snapshot.LabelManifest] != r.ref.Manifest ||
+			s.labels[snapshot.LabelGeneration] != "1" || s.labels[snapshot.LabelRef] != digest.FromBytes(r.refFile).String() {
 			t.Errorf("container %s labels %v", container, s.labels)
 		}
-		if s.claim == nil || s.claim.Container != container {
-			t.Errorf("container %s exists but the claim is %v", container, s)
+		if s.rec == nil || s.rec.Holder == nil || s.rec.Holder.ID != container || s.labels[snapshot.LabelFence] != strconv.FormatUint(s.rec.Fence, 10) {
+			t.Errorf("container %s (labels %v) exists but the record is %v", container, s.labels, s)
 		}
 	}
 	if s.snapshot && !s.chain {
@@ -286,8 +301,8 @@ func wantAtResumeStep(t *testing.T, step string, s resumeFaultState) {
 	names := s.names()
 	var ok bool
 	switch step {
-	case "resume-takeover":
-		ok = slices.Equal(names, []string{rstLock}) && s.claim != nil
+	case "resume-judged":
+		ok = slices.Equal(names, []string{rstNothing})
 	case "resume-claimed", "resume-diffchecked":
 		ok = slices.Equal(names, []string{rstClaim}) && len(s.claimSnaps) == 0
 	case "resume-applied":
@@ -296,10 +311,12 @@ func wantAtResumeStep(t *testing.T, step string, s resumeFaultState) {
 		ok = slices.Equal(names, []string{rstPrepared})
 	case "resume-created":
 		ok = slices.Equal(names, []string{rstCreated, rstNoTask})
+	case "resume-live":
+		ok = slices.Equal(names, []string{rstCreated, rstNoTask, rstLive})
 	case "resume-task":
-		ok = slices.Equal(names, []string{rstCreated, rstTaskMade})
+		ok = slices.Equal(names, []string{rstCreated, rstTaskMade, rstLive})
 	case "resume-started":
-		ok = slices.Equal(names, []string{rstCreated, rstStarted})
+		ok = slices.Equal(names, []string{rstCreated, rstStarted, rstLive})
 	default:
 		t.Fatalf("unknown step %q", step)
 	}
@@ -309,13 +326,14 @@ func wantAtResumeStep(t *testing.T, step string, s resumeFaultState) {
 }
 
 // rerun resumes again with --container container after a resume of killed
-// left s: exit 0 when the killed run had not created its container, else 8
-// naming it (and no second container).
+// left s: 8 naming the killed run's container when it went live (and no
+// second container); else exit 0 — the killed resumer is gone, so the rerun
+// replaces it and deletes what it made.
 func (r *resumeRig) rerun(t *testing.T, ctx context.Context, killed, container string, s resumeFaultState) {
 	t.Helper()
 	code, v := resumeCLI(t, r.s, "--container", container, "--start")
 	after := r.observe(t, ctx, container, -1)
-	if s.container {
+	if s.live {
 		if code != 8 || v.Class != resume.ClassClaimConflict || !strings.Contains(failDetail(v), fmt.Sprintf("container %q", killed)) {
 			t.Errorf("rerun after %v: exit %d %s; want 8 naming %s", s, code, failDetail(v), killed)
 		}
@@ -327,15 +345,12 @@ func (r *resumeRig) rerun(t *testing.T, ctx context.Context, killed, container s
 	if code != 0 || v.Container != container || v.Pid == 0 {
 		t.Fatalf("rerun after %v: exit %d container %q pid %d: %s", s, code, v.Container, v.Pid, failDetail(v))
 	}
-	if !after.container || after.task != taskStarted || after.claim == nil || after.claim.Container != container {
+	if !after.container || after.task != taskStarted || !after.live {
 		t.Errorf("after the rerun: %v", after)
-	}
-	if s.lock == false && after.lock {
-		t.Errorf("the rerun left its takeover lock lease")
 	}
 	r.checkInvariants(t, ctx, container, -1, after)
 	if killed != container {
-		// What the killed run prepared under its claim went with it.
+		// What the killed run made went with it.
 		if statSnapshot(t, ctx, r.d.Client.SnapshotService("overlayfs"), killed) || containers(t, r.d)[killed] {
 			t.Errorf("the killed run's snapshot or container %s is left after the rerun", killed)
 		}
@@ -343,9 +358,12 @@ func (r *resumeRig) rerun(t *testing.T, ctx context.Context, killed, container s
 }
 
 // reset deletes the containers ids (tasks killed, snapshots removed) and
-// the takeover lock; the claim stays, stale. With dropClaim the claim lease
-// is deleted too (synchronously, so what it held is collected).
-func (r *resumeRig) reset(t *testing.T, ctx context.Context, dropClaim bool, ids ...string) {
+// the leases of killed materializations (synchronously, so what they held
+// is collected), and resets the record: purged (the run id free, the fence
+// kept) or, with
+// stale, resuming with a gone holder (a resumer killed before it made its
+// container).
+func (r *resumeRig) reset(t *testing.T, ctx context.Context, stale bool, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
 		c, err := r.d.Client.LoadContainer(ctx, id)
@@ -367,13 +385,39 @@ func (r *resumeRig) reset(t *testing.T, ctx context.Context, dropClaim bool, ids
 			t.Fatalf("snapshot %s outlived its container", id)
 		}
 	}
+	// What killed materializations left under their (expiring) leases
+	// goes too, synchronously.
 	ls := r.d.Client.LeasesService()
-	id := snapshot.ClaimLease(r.s.run)
-	if err := ls.Delete(ctx, leases.Lease{ID: id + "/takeover"}); err != nil && !errdefs.IsNotFound(err) {
+	all, err := ls.List(ctx, fmt.Sprintf("labels.%q==materialize,labels.%q==%s", snapshot.LabelPrefix+"temporary", snapshot.LabelRun, r.s.run))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if dropClaim {
-		if err := ls.Delete(ctx, leases.Lease{ID: id}, leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(err) {
+	for _, ml := range all {
+		if err := ls.Delete(ctx, ml, leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	// And what the deleted containers alone referenced (the chain
+	// snapshot) is collected now, not in the middle of the next trial.
+	collectGarbage(t, r.d, r.d.Namespace)
+	l := daemonLedger(t, r.d, "")
+	if _, err := l.Discard(ctx, r.s.run, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Purge(ctx, r.s.run); err != nil {
+		t.Fatal(err)
+	}
+	if stale {
+		host, err := r.rt.Host(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := resume.Self(ledger.Container{Host: host.ID, Namespace: r.d.Namespace, ID: "rf-gone"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Start += "0"
+		if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: r.s.run, Generation: 1, Ref: digest.FromBytes(r.refFile), Holder: h}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -383,11 +427,11 @@ func (r *resumeRig) reset(t *testing.T, ctx context.Context, dropClaim bool, ids
 // suspended run at each fault point (twice each: the rerun once with the
 // same --container, once with another) and at random moments (the seed is
 // logged), classifies what it left, checks the invariants and reruns it:
-// exit 0, or 8 naming the container the killed run had created. The
-// claim-only and container-created states (and every other step) must be
-// observed at least twice. Before a trial the previous one's containers are
-// deleted, leaving its claim stale (taken over) or, every other trial, no
-// claim (created).
+// exit 0, or 8 naming the container the killed run had made live; never
+// two incarnations. The claim-only, container-created and live states (and
+// every other step) must be observed at least twice. Before a trial the
+// previous one's containers are deleted and the record reset: resuming with
+// a gone holder (replaced) or, every other trial, purged (claimed afresh).
 func TestResumeFaultTrials(t *testing.T) {
 	d := harness.Start(t, "rfault")
 	s := suspendRun(t, d, "rfault-1")
@@ -405,17 +449,17 @@ func TestResumeFaultTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &resumeRig{d: d, rt: d.Connect(t, ""), s: s, refFile: file, ref: ref,
-		chainID: identity.ChainID(append(slices.Clone(ref.Base.DiffIDs), ref.RootfsDiff.DiffID))}
+		chainID: identity.ChainID(append(slices.Clone(ref.Base.DiffIDs), ref.Layers[0].DiffID))}
 	r.content = r.runContent(t, ctx)
-	for _, want := range []digest.Digest{ref.RootfsDiff.Digest, digest.FromBytes(file), ref.Base.ManifestDigest, ref.Base.ConfigDigest} {
+	for _, want := range []digest.Digest{ref.Layers[0].Digest, digest.FromBytes(file), ref.Base.ManifestDigest, ref.Base.ConfigDigest} {
 		if _, ok := r.content[want]; !ok {
 			t.Fatalf("the run lease does not hold %s: %v", want, r.content)
 		}
 	}
 
-	// Two uninterrupted resumes (the first creates the claim, the second
-	// takes it over): they succeed, and the quicker one sets the range of
-	// the random kill times.
+	// Two uninterrupted resumes (the first claims a run the ledger does not
+	// know, the second one replacing a gone resumer): they succeed, and the
+	// quicker one sets the range of the random kill times.
 	full := time.Duration(1<<63 - 1)
 	for i, id := range []string{"rf-warm-a", "rf-warm-b"} {
 		start := time.Now()
@@ -424,12 +468,11 @@ func TestResumeFaultTrials(t *testing.T) {
 		if code != 0 || v.Container != id {
 			t.Fatalf("uninterrupted resume %d: exit %d: %s", i, code, failDetail(v))
 		}
-		r.reset(t, ctx, false, id)
+		r.reset(t, ctx, i == 0, id)
 	}
 	t.Logf("an uninterrupted resume --start process takes %s", full)
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random kill times: seed %d", seed)
+	seed := testenv.Seed(t, testenv.RandomSeed()) // the random kill times; logged, SANDBOX_RESUME_TEST_SEED replays them
 	rng := rand.New(rand.NewPCG(seed, 0))
 	type trial struct {
 		step  string        // a fault point, or "" for a random kill
@@ -456,11 +499,9 @@ func TestResumeFaultTrials(t *testing.T) {
 		if !tr.same {
 			again = killed + "-rerun"
 		}
-		// A stale claim for the takeover fault point and every other trial;
-		// none for the rest.
-		if tr.step != "resume-takeover" && n%2 == 1 {
-			r.reset(t, ctx, true)
-		}
+		// A gone resumer to replace every other trial; a purged record for
+		// the rest.
+		r.reset(t, ctx, n%2 == 0)
 		var pid int
 		var exited bool
 		how := "at fault point " + tr.step
@@ -489,6 +530,9 @@ func TestResumeFaultTrials(t *testing.T) {
 		}
 		r.checkInvariants(t, ctx, killed, pid, st)
 		r.rerun(t, ctx, killed, again, st)
+		if n := incarnations(t, r.d, r.s.run); n > 1 {
+			t.Errorf("trial %d: %d incarnations of run %s", i+1, n, r.s.run)
+		}
 		r.reset(t, ctx, false, killed, again)
 	}
 
@@ -498,59 +542,67 @@ func TestResumeFaultTrials(t *testing.T) {
 	}
 	slices.Sort(summary)
 	t.Logf("%d trials: %s", len(trials), strings.Join(summary, "; "))
-	for _, name := range []string{rstLock, rstClaim, rstApplied, rstPrepared, rstCreated, rstNoTask, rstTaskMade, rstStarted} {
+	for _, name := range []string{rstNothing, rstClaim, rstApplied, rstPrepared, rstCreated, rstNoTask, rstTaskMade, rstStarted, rstLive} {
 		if counts[name] < 2 {
 			t.Errorf("state %q observed %d times, want at least 2", name, counts[name])
 		}
 	}
 }
 
-// TestResumeTakeoverLockHolder: the takeover lock lease of a stale claim
-// blocks a resume while its holder process lives (exit 8, no container,
-// the lock kept) and not once that holder is gone (another start time),
-// though the lock has not expired: the resume takes the claim over.
-func TestResumeTakeoverLockHolder(t *testing.T) {
-	d := harness.Start(t, "rlock")
-	s := suspendRun(t, d, "rlock-1")
-	ctx := d.Context(t)
-	ls := d.Client.LeasesService()
-	claimID := snapshot.ClaimLease(s.run)
-	lockID := claimID + "/takeover"
-
-	live, err := resume.Holder("taker", "")
+// incarnations counts the incarnations of run: containers labelled with
+// the run and a generation (the runtime's own container carries the run
+// label only).
+func incarnations(t *testing.T, d *harness.Daemon, run string) int {
+	t.Helper()
+	cs, err := d.Client.Containers(d.Context(t), fmt.Sprintf("labels.%q==%s,labels.%q", snapshot.LabelRun, run, snapshot.LabelGeneration))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := live
-	dead.Container, dead.StartTime = "gone", live.StartTime+"0"
-	if _, err := ls.Create(ctx, leases.WithID(claimID), leases.WithLabels(resume.ClaimLabels(dead))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ls.Create(ctx, leases.WithID(lockID), leases.WithExpiration(ctrd.TakeoverLockExpiry), leases.WithLabels(resume.ClaimLabels(live))); err != nil {
-		t.Fatal(err)
-	}
-	code, v := resumeCLI(t, s, "--container", "rlock-a")
-	if code != 8 || containers(t, d)["rlock-a"] {
-		t.Fatalf("resume under a live taker's lock: exit %d %s; container made %t", code, failDetail(v), containers(t, d)["rlock-a"])
-	}
-	if l, err := ls.List(ctx, "id=="+strconv.Quote(lockID)); err != nil || len(l) != 1 {
-		t.Fatalf("the live taker's lock lease: %v, %v", l, err)
-	}
+	return len(cs)
+}
 
-	// The taker dies inside the lock: its labels name a gone process.
-	if err := ls.Delete(ctx, leases.Lease{ID: lockID}); err != nil {
+// TestResumeStaleTakeoverRace races the scenario that gave the previous
+// release two winners: a run whose resumer died before making its
+// container (a resuming record with a gone holder), resumed by two
+// processes at once. Each round exactly one replaces the gone holder and
+// resumes (0); the other is 8; one container.
+func TestResumeStaleTakeoverRace(t *testing.T) {
+	d := harness.Start(t, "rstale")
+	s := suspendRun(t, d, "rstale-1")
+	ctx := d.Context(t)
+	file, err := os.ReadFile(s.ref)
+	if err != nil {
 		t.Fatal(err)
 	}
-	taker := live
-	taker.StartTime += "0"
-	if _, err := ls.Create(ctx, leases.WithID(lockID), leases.WithExpiration(ctrd.TakeoverLockExpiry), leases.WithLabels(resume.ClaimLabels(taker))); err != nil {
-		t.Fatal(err)
-	}
-	code, v = resumeCLI(t, s, "--container", "rlock-b")
-	if code != 0 || v.Container != "rlock-b" || !strings.Contains(v.Check(resume.CheckClaim).Detail, "took over") {
-		t.Fatalf("resume under a dead taker's lock: exit %d container %q: %s", code, v.Container, failDetail(v))
-	}
-	if l, err := ls.List(ctx, "id=="+strconv.Quote(lockID)); err != nil || len(l) != 0 {
-		t.Errorf("lock lease after the takeover: %v, %v", l, err)
+	r := &resumeRig{d: d, rt: d.Connect(t, ""), s: s, refFile: file}
+	const rounds = 10
+	for i := range rounds {
+		r.reset(t, ctx, true)
+		ids := []string{fmt.Sprintf("rstale-%d-a", i), fmt.Sprintf("rstale-%d-b", i)}
+		codes := make([]int, 2)
+		verdicts := make([]*resume.Verdict, 2)
+		var wg sync.WaitGroup
+		for j := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[j], verdicts[j] = resumeCLI(t, s, "--container", ids[j])
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for j := range ids {
+			switch codes[j] {
+			case 0:
+				won++
+			case 8:
+			default:
+				t.Errorf("round %d: %s exit %d: %s", i, ids[j], codes[j], failDetail(verdicts[j]))
+			}
+		}
+		if won != 1 || incarnations(t, d, s.run) != 1 {
+			t.Fatalf("round %d: exits %v, %d incarnations; want one winner and one incarnation", i, codes, incarnations(t, d, s.run))
+		}
+		r.reset(t, ctx, false, ids...)
 	}
 }

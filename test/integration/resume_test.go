@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -36,33 +38,60 @@ var (
 	cliErr  error
 )
 
-// cli builds cmd/sandbox-resume once per test process into a fresh
-// directory under the system temp dir (shared by every test of the process,
-// so no single test's cleanup may remove it; about 20 MB).
+// cli builds cmd/sandbox-resume with the fault points (-tags faultpoint,
+// internal/faultpoint) once per test process into a fresh directory under
+// the system temp dir (shared by every test of the process, so no single
+// test's cleanup may remove it; about 20 MB). It is built without -race
+// even when the tests are (a faster binary; the race detector covers the
+// same code in the packages' own tests).
 func cli(t testing.TB) string {
 	t.Helper()
-	cliOnce.Do(func() {
-		root, err := harness.RepoRoot()
-		if err != nil {
-			cliErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "sr-cli-")
-		if err != nil {
-			cliErr = err
-			return
-		}
-		cliPath = filepath.Join(dir, "sandbox-resume")
-		cmd := exec.Command("go", "build", "-o", cliPath, "./cmd/sandbox-resume")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cliErr = errors.New("go build ./cmd/sandbox-resume: " + err.Error() + "\n" + string(out))
-		}
-	})
+	cliOnce.Do(func() { cliPath, cliErr = buildCLI("sandbox-resume", "-tags", "faultpoint") })
 	if cliErr != nil {
 		t.Fatal(cliErr)
 	}
 	return cliPath
+}
+
+var (
+	plainOnce sync.Once
+	plainPath string
+	plainErr  error
+)
+
+// plainCLI builds cmd/sandbox-resume as `make build` does (no build tags:
+// no fault points), once per test process, beside cli's binary.
+func plainCLI(t testing.TB) string {
+	t.Helper()
+	cli(t) // the directory TestMain removes
+	plainOnce.Do(func() { plainPath, plainErr = buildCLI("sandbox-resume-plain") })
+	if plainErr != nil {
+		t.Fatal(plainErr)
+	}
+	return plainPath
+}
+
+// buildCLI builds ./cmd/sandbox-resume with the extra go build flags into
+// the directory of cliPath (made on first use) as name.
+func buildCLI(name string, flags ...string) (string, error) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(cliPath)
+	if cliPath == "" {
+		if dir, err = os.MkdirTemp("", "sr-cli-"); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(dir, name)
+	args := append(append([]string{"build", "-o", path}, flags...), "./cmd/sandbox-resume")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return path, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return path, nil
 }
 
 const suspendedConfig = `{
@@ -106,13 +135,15 @@ func suspend(t testing.TB, d *harness.Daemon, config string) *suspended {
 	const run = "itest-1"
 	s.diff = []byte("rootfs diff of " + run + " on " + d.Name + " declared as " + m.Address)
 	s.ref = snapshot.Ref{
-		Schema: snapshot.RefSchema, Run: run, Manifest: m.Address, Core: m.Core,
+		Schema: snapshot.RefSchema, Run: run, Generation: 1, Manifest: m.Address, Core: m.Core,
 		Pinned: m.Core.IsPinned(), Policy: []string{}, Host: host, Base: base,
-		RootfsDiff: snapshot.Diff{
+		Layers: []snapshot.Layer{{
 			MediaType: ocispec.MediaTypeImageLayerZstd,
 			Digest:    digest.FromBytes(s.diff), Size: int64(len(s.diff)),
 			DiffID: digest.FromString("tar of " + run), UncompressedSize: 10240,
-		},
+		}},
+		Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: digest.FromString(fixtureSpec), Size: int64(len(fixtureSpec))},
+		Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"},
 		Created: "2026-11-30T17:00:00Z",
 	}
 	writeDiff(t, d, d.Namespace, run, s.diff)
@@ -152,8 +183,13 @@ func (s *suspended) writeConfig(t testing.TB, name, text string) string {
 	return p
 }
 
-// writeDiff writes blob into namespace ns of d under the run lease, as
-// suspend does (an unleased blob is collected).
+// fixtureSpec is the runtime spec the hand-made refs of these tests record;
+// writeDiff stores it beside every diff.
+const fixtureSpec = `{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`
+
+// writeDiff writes blob, and the blob of fixtureSpec, into namespace ns of
+// d under the run lease, as suspend does (an unleased blob is collected).
+
 func writeDiff(t testing.TB, d *harness.Daemon, ns, run string, blob []byte) {
 	t.Helper()
 	c := namespaces.WithNamespace(ctx(t), ns)
@@ -164,6 +200,10 @@ func writeDiff(t testing.TB, d *harness.Daemon, ns, run string, blob []byte) {
 	c = leases.WithLease(c, id)
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob), Size: int64(len(blob))}
 	if err := content.WriteBlob(c, d.Client.ContentStore(), "diff-"+run, bytes.NewReader(blob), desc); err != nil {
+		t.Fatal(err)
+	}
+	spec := ocispec.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: digest.FromString(fixtureSpec), Size: int64(len(fixtureSpec))}
+	if err := content.WriteBlob(c, d.Client.ContentStore(), "spec-"+run, strings.NewReader(fixtureSpec), spec); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -180,7 +220,7 @@ func check(t *testing.T, d *harness.Daemon, ns string, s *suspended, config stri
 	args := append([]string{"--address", d.Address, "--namespace", ns, "--output", "json"}, extra...)
 	args = append(args, "resume", "--check", "--ref", s.refPath, "--config", cfg, "--trust", s.pub)
 	cmd := exec.Command(cli(t), args...)
-	cmd.Env = append(os.Environ(), "SANDBOX_RESUME_HOST_ID=")
+	cmd.Env = cliEnv(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -257,52 +297,55 @@ func TestResumeCheckSameHost(t *testing.T) {
 		code, v := check(t, d, "", s, suspendedConfig, "--host-id", s.ref.Host.ID)
 		wantRefused(t, code, v, 4, resume.ClassUnpinnedCrossHost, resume.CheckHost)
 	})
-	t.Run("live claim", func(t *testing.T) {
-		id := snapshot.ClaimLeasePrefix + s.ref.Run
-		start, err := resume.ProcessStartTime(os.Getpid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		boot, _ := resume.BootID()
+	t.Run("previous release's claim lease", func(t *testing.T) {
+		// The upgrade rule: no ledger record and a /1 claim lease → 8
+		// naming the lease and its container; --check leaves the lease.
+		id := snapshot.ClaimLease(s.ref.Run)
 		lm := d.Client.LeasesService()
 		c := d.Context(t)
-		l, err := lm.Create(c, leases.WithID(id), leases.WithLabels(map[string]string{
-			resume.LabelClaimContainer: d.ID("resumed"), resume.LabelClaimHost: s.ref.Host.ID,
-			resume.LabelClaimPID: strconv.Itoa(os.Getpid()), resume.LabelClaimStart: start, resume.LabelClaimBoot: boot,
-		}))
-		if err != nil {
+		if _, err := lm.Create(c, leases.WithID(id), leases.WithLabels(map[string]string{
+			resume.LabelLegacyClaimContainer: d.ID("resumed"), snapshot.LabelPrefix + "claim.pid": strconv.Itoa(os.Getpid()),
+		})); err != nil {
 			t.Fatal(err)
 		}
 		code, v := check(t, d, "", s, suspendedConfig)
 		wantRefused(t, code, v, 8, resume.ClassClaimConflict, resume.CheckClaim)
-		if f := v.Failed(); f == nil || !strings.Contains(f.Detail, d.ID("resumed")) {
-			t.Errorf("claim detail does not name the holder's container: %+v", f)
+		if f := v.Failed(); f == nil || !strings.Contains(f.Detail, d.ID("resumed")) || !strings.Contains(f.Detail, id) {
+			t.Errorf("claim detail does not name the lease and its container: %+v", f)
 		}
-		// A holder that is gone (another start time) and whose container
-		// does not exist is stale: accepted, and --check leaves the lease.
-		if err := lm.Delete(c, l, leases.SynchronousDelete); err != nil {
+		ls, err := lm.List(c, "id=="+strconv.Quote(id))
+		if err != nil || len(ls) != 1 {
+			t.Fatalf("--check removed the claim lease: %v, %v", ls, err)
+		}
+		if err := lm.Delete(c, leases.Lease{ID: id}, leases.SynchronousDelete); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := lm.Create(c, leases.WithID(id), leases.WithLabels(map[string]string{
-			resume.LabelClaimContainer: d.ID("resumed"), resume.LabelClaimPID: strconv.Itoa(os.Getpid()),
-			resume.LabelClaimStart: start + "0", resume.LabelClaimBoot: boot,
-		})); err != nil {
-			t.Fatal(err)
-		}
-		code, v = check(t, d, "", s, suspendedConfig)
-		wantRefused(t, code, v, 0, "", "")
-		ls, err := lm.List(c)
+	})
+	t.Run("live in the ledger", func(t *testing.T) {
+		refFile, err := os.ReadFile(s.refPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, l := range ls {
-			found = found || l.ID == id
+		l := daemonLedger(t, d, "")
+		h := ledger.Holder{Container: ledger.Container{Host: s.ref.Host.ID, Namespace: d.Namespace, ID: d.ID("resumed")}}
+		cl, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.ref.Run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: h})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !found {
-			t.Errorf("--check removed the stale claim lease")
+		if _, err := cl.Live(d.Context(t), h.Container); err != nil {
+			t.Fatal(err)
 		}
-		if err := lm.Delete(c, leases.Lease{ID: id}, leases.SynchronousDelete); err != nil {
+		code, v := check(t, d, "", s, suspendedConfig)
+		wantRefused(t, code, v, 8, resume.ClassClaimConflict, resume.CheckClaim)
+		if f := v.Failed(); f == nil || !strings.Contains(f.Detail, d.ID("resumed")) || !strings.Contains(f.Detail, s.ref.Host.ID) {
+			t.Errorf("claim detail does not name the holder and its host: %+v", f)
+		}
+		if _, err := l.Discard(d.Context(t), s.ref.Run, true); err != nil {
+			t.Fatal(err)
+		}
+		code, v = check(t, d, "", s, suspendedConfig)
+		wantRefused(t, code, v, 9, resume.ClassSuperseded, resume.CheckClaim)
+		if _, err := l.Purge(d.Context(t), s.ref.Run); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -313,7 +356,7 @@ func TestResumeCheckSameHost(t *testing.T) {
 		wantRefused(t, code, v, 5, resume.ClassImageDrifted, resume.CheckImage)
 	})
 	t.Run("diff blob gone", func(t *testing.T) {
-		d.DeleteBlob(t, "", s.ref.RootfsDiff.Digest)
+		d.DeleteBlob(t, "", s.ref.Layers[0].Digest)
 		code, v := check(t, d, "", s, suspendedConfig)
 		wantRefused(t, code, v, 7, resume.ClassSnapshotMissing, resume.CheckSnapshot)
 	})
@@ -368,6 +411,7 @@ func TestResumeBitFlips(t *testing.T) {
 	d := harness.Start(t, "rflip")
 	s := suspend(t, d, suspendedConfig)
 	r := d.Connect(t, "")
+	led := daemonLedger(t, d, "")
 	file, err := os.ReadFile(s.refPath)
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +433,7 @@ func TestResumeBitFlips(t *testing.T) {
 			copy(flipped, file)
 			flipped[i] ^= 1 << bit
 			req.RefFile = flipped
-			v := resume.Decide(c, r, r, req)
+			v := resume.Decide(c, r, led, req)
 			counts[v.ExitCode]++
 			same := false
 			if doc, err := envelope.Parse(flipped, envelope.MemberRef); err == nil && doc.Verify(trust) == nil && bytes.Equal(doc.Canonical, orig.Canonical) {
@@ -415,6 +459,7 @@ func BenchmarkDecideWarmDaemon(b *testing.B) {
 	d := harness.Start(b, "rbench")
 	s := suspend(b, d, suspendedConfig)
 	r := d.Connect(b, "")
+	led := daemonLedger(b, d, "")
 	req, err := resume.LoadRequest(s.refPath, s.writeConfig(b, "offered.json", suspendedConfig), "", s.pub)
 	if err != nil {
 		b.Fatal(err)
@@ -424,7 +469,7 @@ func BenchmarkDecideWarmDaemon(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		v := resume.Decide(c, r, r, req)
+		v := resume.Decide(c, r, led, req)
 		lat[i] = time.Since(t0)
 		if v.ExitCode != 0 {
 			b.Fatalf("exit %d: %+v", v.ExitCode, v.Failed())

@@ -77,7 +77,7 @@ func BenchmarkSuspend(b *testing.B) {
 					if err != nil {
 						b.Fatalf("suspend's ref: %v", err)
 					}
-					diffSize = ref.RootfsDiff.Size
+					diffSize = ref.Layers[0].Size
 				}
 				timePipe := func() {
 					start := time.Now()

@@ -3,6 +3,8 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,6 +20,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -29,8 +33,9 @@ import (
 // labels) and the file system (the --out path), and a rerun with the same
 // --run must complete the suspension.
 
-// faultSteps are the fault points Suspend honours, in order.
-var faultSteps = []string{"lease", "pause", "diff", "stop", "refblob", "label"}
+// faultSteps are the fault points Suspend honours, in order
+// (snapshot/suspend/faultpoint.go).
+var faultSteps = []string{"lease", "labelled", "pause", "diff", "refblob", "recorded", "written", "stop"}
 
 // The intermediate states the trials must each observe at least twice
 // (issue 5, item 5), and the others they count.
@@ -51,16 +56,21 @@ type faultState struct {
 	held      bool          // the lease holds every blob of the base image
 	diff      digest.Digest // a zstd layer blob the lease holds ("" none)
 	refBlob   digest.Digest // a ref blob the lease holds ("" none)
+	spec      digest.Digest // a runtime spec blob the lease holds ("" none)
 	refFile   []byte        // the --out file (nil when absent)
 	task      snapshot.TaskState
-	labelled  bool     // the container carries io.sandbox-resume.run = run
-	tempFiles []string // leftover temporary files beside --out
-	leftovers []string // non-content resources of the lease ("<type> <id>")
+	labelled  bool          // the container carries io.sandbox-resume.run = run
+	suspend   string        // its io.sandbox-resume.suspending label ("" none)
+	stopped   string        // its io.sandbox-resume.suspended label ("" none)
+	recorded  digest.Digest // the ref the ledger records for the run ("" no record)
+	records   int           // the ledger's records of the run at generation ≥ 2 (never any)
+	tempFiles []string      // leftover temporary files beside --out
+	leftovers []string      // non-content resources of the lease ("<type> <id>")
 }
 
 func (s faultState) String() string {
-	return fmt.Sprintf("lease=%t held=%t diff=%q refBlob=%q refFile=%t task=%q labelled=%t temp=%v leftovers=%v",
-		s.lease, s.held, s.diff, s.refBlob, s.refFile != nil, s.task, s.labelled, s.tempFiles, s.leftovers)
+	return fmt.Sprintf("lease=%t held=%t diff=%q refBlob=%q spec=%q refFile=%t task=%q labelled=%t suspending=%q suspended=%q recorded=%q temp=%v leftovers=%v",
+		s.lease, s.held, s.diff, s.refBlob, s.spec, s.refFile != nil, s.task, s.labelled, s.suspend, s.stopped, s.recorded, s.tempFiles, s.leftovers)
 }
 
 // names are the states s counts as.
@@ -139,6 +149,8 @@ func (r *faultRig) observe(t *testing.T, ctx context.Context, cid, run, out stri
 					t.Errorf("lease %s holds two layer blobs, %s and %s", lease, s.diff, d)
 				}
 				s.diff = d
+			case bytes.HasPrefix(data, []byte(`{"ociVersion"`)):
+				s.spec = d
 			case bytes.HasPrefix(data, []byte("{")):
 				if _, err := snapshot.OpenRef(data, r.env.trust); err != nil {
 					t.Errorf("lease %s holds ref blob %s that does not verify: %v", lease, d, err)
@@ -162,6 +174,19 @@ func (r *faultRig) observe(t *testing.T, ctx context.Context, cid, run, out stri
 		t.Fatal(err)
 	}
 	s.task, s.labelled = c.Task, c.Labels[snapshot.LabelRun] == run
+	s.suspend, s.stopped = c.Labels[snapshot.LabelSuspending], c.Labels[snapshot.LabelSuspended]
+	l := daemonLedger(t, r.d, "")
+	defer l.Close()
+	rec, err := l.Get(ctx, run)
+	switch {
+	case err == nil:
+		s.recorded = rec.Ref
+		if rec.Generation != 1 {
+			s.records++
+		}
+	case !errors.Is(err, ledger.ErrNotFound):
+		t.Fatal(err)
+	}
 	if b, err := os.ReadFile(out); err == nil {
 		s.refFile = b
 	} else if !os.IsNotExist(err) {
@@ -184,23 +209,30 @@ func readAll(t *testing.T, ctx context.Context, cs content.Store, d digest.Diges
 	return b
 }
 
-// wantAtStep is the state each fault point must leave.
+// wantAtStep is the state each fault point must leave
+// (snapshot/suspend/faultpoint.go).
 func wantAtStep(t *testing.T, step string, s faultState) {
 	t.Helper()
-	ok := s.lease && s.held && s.refFile == nil
+	ok := s.lease && s.held
+	before := s.refFile == nil && s.recorded == ""       // nothing recorded yet
+	after := s.recorded != "" && s.recorded == s.refBlob // the ledger names the stored ref
 	switch step {
 	case "lease":
-		ok = ok && s.diff == "" && s.refBlob == "" && s.task == snapshot.TaskRunning && !s.labelled
+		ok = ok && before && s.diff == "" && s.refBlob == "" && s.task == snapshot.TaskRunning && !s.labelled && s.suspend == ""
+	case "labelled":
+		ok = ok && before && s.diff == "" && s.task == snapshot.TaskRunning && s.labelled && s.suspend == "1"
 	case "pause":
-		ok = ok && s.diff == "" && s.refBlob == "" && s.task == snapshot.TaskPaused && !s.labelled
+		ok = ok && before && s.diff == "" && s.task == snapshot.TaskPaused && s.labelled && s.suspend == "1"
 	case "diff":
-		ok = ok && s.diff != "" && s.refBlob == "" && s.task == snapshot.TaskPaused && !s.labelled
-	case "stop":
-		ok = ok && s.diff != "" && s.refBlob == "" && s.task == snapshot.TaskNone && !s.labelled
+		ok = ok && before && s.diff != "" && s.refBlob == "" && s.task == snapshot.TaskPaused && s.suspend == "1"
 	case "refblob":
-		ok = ok && s.diff != "" && s.refBlob != "" && s.task == snapshot.TaskNone && !s.labelled
-	case "label":
-		ok = ok && s.diff != "" && s.refBlob != "" && s.task == snapshot.TaskNone && s.labelled
+		ok = ok && before && s.diff != "" && s.spec != "" && s.refBlob != "" && s.task == snapshot.TaskPaused && s.suspend == "1"
+	case "recorded":
+		ok = ok && after && s.refFile == nil && s.task == snapshot.TaskPaused && s.suspend == "1"
+	case "written":
+		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskPaused && s.suspend == "1"
+	case "stop":
+		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == "1" && s.stopped == ""
 	default:
 		t.Fatalf("unknown step %q", step)
 	}
@@ -228,6 +260,15 @@ func (r *faultRig) checkInvariants(t *testing.T, s faultState) {
 	if (s.diff != "" || s.refBlob != "") && !s.lease {
 		t.Errorf("blobs without the run lease: %v", s)
 	}
+	if s.refFile != nil && s.recorded != digest.FromBytes(s.refFile) {
+		t.Errorf("a ref file the ledger does not record (it records %q): %v", s.recorded, s)
+	}
+	if s.recorded != "" && s.recorded != s.refBlob {
+		t.Errorf("the ledger records %s, the lease holds ref blob %q", s.recorded, s.refBlob)
+	}
+	if s.records != 0 {
+		t.Errorf("the ledger records a generation other than 1: %v", s)
+	}
 }
 
 // rerun runs suspend again with the same --run and checks the result
@@ -236,6 +277,14 @@ func (r *faultRig) rerun(t *testing.T, ctx context.Context, cid, run, out string
 	t.Helper()
 	stdout, code := runCLI(t, r.d, "--output", "json", "suspend", "--container", cid, "--config", r.env.cfg,
 		"--key", r.env.key, "--run", run, "--out", out)
+	if before.stopped != "" {
+		// The killed attempt had finished: the container is suspended,
+		// and suspending it again is 8, changing nothing.
+		if after := r.observe(t, ctx, cid, run, out); code != 8 || !bytes.Equal(after.refFile, before.refFile) || after.recorded != before.recorded {
+			t.Fatalf("rerun of a finished suspend: exit %d (want 8), found %v", code, after)
+		}
+		return
+	}
 	if code != 0 {
 		t.Fatalf("rerun after %v: exit %d", before, code)
 	}
@@ -243,16 +292,24 @@ func (r *faultRig) rerun(t *testing.T, ctx context.Context, cid, run, out string
 	if after.refFile == nil {
 		t.Fatalf("rerun exited 0 without a ref file")
 	}
-	if string(after.refFile) != stdout {
-		t.Errorf("rerun printed something else than its ref file")
+	var printed struct {
+		Run        string `json:"run"`
+		Generation uint64 `json:"generation"`
+		Ref        string `json:"ref"`
+		Out        string `json:"out"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &printed); err != nil || printed.Run != run || printed.Generation != 1 ||
+		printed.Ref != digest.FromBytes(after.refFile).String() || printed.Out != out {
+		t.Errorf("rerun printed %s (%v)", stdout, err)
 	}
 	ref, err := snapshot.OpenRef(after.refFile, r.env.trust)
 	if err != nil {
 		t.Fatalf("rerun's ref does not verify: %v", err)
 	}
 	r.checkInvariants(t, after)
-	if ref.Run != run || ref.RootfsDiff.Digest != after.diff || !after.held || after.task != snapshot.TaskNone || !after.labelled {
-		t.Errorf("after the rerun: ref run %q diff %s; found %v", ref.Run, ref.RootfsDiff.Digest, after)
+	if ref.Run != run || ref.Generation != 1 || ref.Layers[0].Digest != after.diff || ref.Spec == nil || ref.Spec.Digest != after.spec || !after.held ||
+		after.task != snapshot.TaskNone || !after.labelled || after.suspend != "" || after.stopped != "1" {
+		t.Errorf("after the rerun: ref run %q diff %s; found %v", ref.Run, ref.Layers[0].Digest, after)
 	}
 	if ref.Base.ManifestDigest != r.im.Manifest {
 		t.Errorf("rerun's ref base manifest %s, want %s", ref.Base.ManifestDigest, r.im.Manifest)
@@ -294,14 +351,13 @@ func TestSuspendFaultTrials(t *testing.T) {
 			t.Fatalf("uninterrupted suspend: exit %d", code)
 		}
 		full = min(full, time.Since(start))
-		if s := r.observe(t, ctx, cid, run, out); s.refFile == nil || !s.labelled || s.task != snapshot.TaskNone {
+		if s := r.observe(t, ctx, cid, run, out); s.refFile == nil || !s.labelled || s.task != snapshot.TaskNone || s.recorded == "" {
 			t.Fatalf("uninterrupted suspend left %v", s)
 		}
 	}
 	t.Logf("an uninterrupted suspend process takes %s", full)
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random kill times: seed %d", seed)
+	seed := testenv.Seed(t, testenv.RandomSeed()) // the random kill times; logged, SANDBOX_RESUME_TEST_SEED replays them
 	rng := rand.New(rand.NewPCG(seed, 0))
 
 	type trial struct {

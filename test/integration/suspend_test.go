@@ -26,6 +26,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/capturertest"
@@ -146,7 +147,9 @@ func TestCapturerConformance(t *testing.T) {
 // stdout and exit code.
 func runCLI(t testing.TB, d *harness.Daemon, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(cli(t), append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)...)
+	args = append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)
+	cmd := exec.Command(cli(t), args...)
+	cmd.Env = cliEnv(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -219,12 +222,52 @@ func TestSuspendLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out != string(file) {
-		t.Fatalf("--output json printed something else than the ref file:\n%s", out)
+	// --output json prints the CLI contract's object (docs/design.md
+	// "CLI contract"), its members spelled out by hand.
+	var printed map[string]any
+	if err := json.Unmarshal([]byte(out), &printed); err != nil {
+		t.Fatalf("--output json: %v\n%s", err, out)
+	}
+	if printed["run"] != "life-1" || printed["generation"] != 1.0 || printed["ref"] != digest.FromBytes(file).String() ||
+		printed["out"] != refPath || printed["keptRunning"] != false || printed["fence"] != nil || len(printed) != 6 {
+		t.Fatalf("--output json printed %s", out)
+	}
+	if ms, ok := printed["pausedMs"].(float64); !ok || ms < 0 {
+		t.Fatalf("pausedMs %v", printed["pausedMs"])
 	}
 	ref, err := snapshot.OpenRef(file, env.trust)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A /2 ref at generation 1, recording the container's spec bytes as
+	// containerd holds them and its runtime.
+	if ref.Schema != snapshot.RefSchemaV2 || ref.Generation != 1 || len(ref.Layers) != 1 || ref.Spec == nil || ref.Runtime == nil ||
+		ref.Runtime.Name != "io.containerd.runc.v2" {
+		t.Fatalf("ref %s generation %d, %d layers, spec %v, runtime %v", ref.Schema, ref.Generation, len(ref.Layers), ref.Spec, ref.Runtime)
+	}
+	{
+		cont, err := d.Client.LoadContainer(d.Context(t), cid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := cont.Info(d.Context(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := readAll(t, d.Context(t), d.Client.ContentStore(), ref.Spec.Digest)
+		if !bytes.Equal(spec, info.Spec.GetValue()) || ref.Spec.MediaType != snapshot.MediaTypeSpec {
+			t.Fatalf("spec blob %d bytes, the container's spec %d bytes", len(spec), len(info.Spec.GetValue()))
+		}
+	}
+	// The ledger records generation 1, suspended by this container.
+	{
+		l := daemonLedger(t, d, "")
+		rec, err := l.Get(d.Context(t), "life-1")
+		l.Close()
+		if err != nil || rec.State != ledger.StateSuspended || rec.Generation != 1 || rec.Ref != digest.FromBytes(file) ||
+			rec.SuspendedBy == nil || rec.SuspendedBy.ID != cid || rec.SuspendedBy.Namespace != d.Namespace {
+			t.Fatalf("ledger record %+v (err %v)", rec, err)
+		}
 	}
 	// The image digests are the image's.
 	if ref.Base.IndexDigest != im.Index || ref.Base.ManifestDigest != im.Manifest || ref.Base.ConfigDigest != im.Config ||
@@ -250,7 +293,7 @@ func TestSuspendLifecycle(t *testing.T) {
 	ctx := d.Context(t)
 	probe := captureProbe{rt}
 	// The diffID matches the stored blob; the blob holds the files.
-	capturertest.CheckDiff(t, probe, ref.RootfsDiff)
+	capturertest.CheckDiff(t, probe, ref.Layers[0])
 	// The container's snapshot is still active (never committed), its task
 	// is gone, and it carries the run labels.
 	c, err := rt.Container(ctx, cid)
@@ -260,11 +303,12 @@ func TestSuspendLifecycle(t *testing.T) {
 	if c.SnapshotKind != "active" || c.Task != snapshot.TaskNone {
 		t.Fatalf("after suspend: snapshot %s, task %q", c.SnapshotKind, c.Task)
 	}
-	if c.Labels[snapshot.LabelRun] != "life-1" || c.Labels[snapshot.LabelManifest] != ref.Manifest {
+	if c.Labels[snapshot.LabelRun] != "life-1" || c.Labels[snapshot.LabelManifest] != ref.Manifest ||
+		c.Labels[snapshot.LabelSuspended] != "1" || c.Labels[snapshot.LabelSuspending] != "" {
 		t.Fatalf("labels %v", c.Labels)
 	}
 	refBlob := digest.FromBytes(file)
-	kept := []digest.Digest{ref.RootfsDiff.Digest, refBlob, im.Index, im.Manifest, im.Config}
+	kept := []digest.Digest{ref.Layers[0].Digest, ref.Spec.Digest, refBlob, im.Index, im.Manifest, im.Config}
 	for _, l := range im.Image.Layers {
 		kept = append(kept, l.Digest)
 	}
@@ -298,8 +342,17 @@ func TestSuspendLifecycle(t *testing.T) {
 	if got := present(t, ctx, d.Client.ContentStore(), kept...); fmt.Sprint(got) != fmt.Sprint(make([]bool, len(kept))) {
 		t.Fatalf("after discard, present = %v for %v", got, kept)
 	}
-	if _, code := runCLI(t, d, "discard", "--run", "life-1"); code != 2 {
-		t.Fatalf("second discard exit %d, want 2", code)
+	// A second discard changes nothing and deletes nothing (the ledger's
+	// Discard of a discarded run: no change; the previous release exited 2
+	// here, when discard was only the leases).
+	out, code = runCLI(t, d, "--output", "json", "discard", "--run", "life-1")
+	var res struct {
+		Run     string   `json:"run"`
+		State   string   `json:"state"`
+		Deleted []string `json:"deleted"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Run != "life-1" || res.State != "discarded" || res.Deleted == nil || len(res.Deleted) != 0 {
+		t.Fatalf("second discard exit %d: %s (%v); want 0, discarded, nothing deleted", code, out, err)
 	}
 }
 
@@ -385,4 +438,66 @@ func TestSuspendKeepRunning(t *testing.T) {
 	if err != nil || c.Task != snapshot.TaskRunning {
 		t.Fatalf("task %q (err %v), want running", c.Task, err)
 	}
+	// The container holds the run: live in the ledger, its fence on the
+	// fence label; suspending it again needs generations (2).
+	l := daemonLedger(t, d, "")
+	rec, err := l.Get(d.Context(t), cid)
+	l.Close()
+	if err != nil || rec.State != ledger.StateLive || rec.Fence != 1 || rec.Holder == nil || rec.Holder.ID != cid ||
+		c.Labels[snapshot.LabelFence] != "1" || c.Labels[snapshot.LabelSuspending] != "" || c.Labels[snapshot.LabelSuspended] != "" {
+		t.Fatalf("record %+v (err %v), labels %v", rec, err, c.Labels)
+	}
+	if _, code := runCLI(t, d, "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--out", refPath+".2"); code != 2 {
+		t.Fatalf("suspend of a container holding its run: exit %d, want 2", code)
+	}
+	if c, err := rt.Container(d.Context(t), cid); err != nil || c.Task != snapshot.TaskRunning {
+		t.Fatalf("task %q (err %v), want running", c.Task, err)
+	}
+}
+
+// TestSuspendSameRunOtherContainer: a second suspend of the same run id
+// from another container is 8 (the run id is taken), before anything is
+// paused or written; so is one after the run was discarded (a tombstone).
+func TestSuspendSameRunOtherContainer(t *testing.T) {
+	d := harness.Start(t, "suspendtwice")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	env := newSuspendEnv(t, "busybox:1")
+	first := runningContainer(t, d, im.Name, "first")
+	second := runningContainer(t, d, im.Name, "second")
+	refPath := filepath.Join(env.dir, "ref.json")
+	if _, code := runCLI(t, d, "suspend", "--container", first, "--config", env.cfg, "--key", env.key, "--run", "twice-1", "--out", refPath); code != 0 {
+		t.Fatalf("first suspend: exit %d", code)
+	}
+	want, err := os.ReadFile(refPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := d.Connect(t, "")
+	ctx := d.Context(t)
+	refused := func(what string) {
+		t.Helper()
+		out := filepath.Join(env.dir, what+".json")
+		stdout, code := runCLI(t, d, "--output", "json", "suspend", "--container", second, "--config", env.cfg, "--key", env.key, "--run", "twice-1", "--out", out)
+		if code != 8 || !strings.Contains(stdout, `"claim-conflict"`) || !strings.Contains(stdout, "taken") {
+			t.Fatalf("%s: exit %d, %s; want 8 claim-conflict naming the run id taken", what, code, stdout)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("%s: a ref file was written", what)
+		}
+		c, err := rt.Container(ctx, second)
+		if err != nil || c.Task != snapshot.TaskRunning || c.Labels[snapshot.LabelSuspending] != "" || c.Labels[snapshot.LabelRun] != "" {
+			t.Fatalf("%s: the second container: task %q labels %v (err %v)", what, c.Task, c.Labels, err)
+		}
+	}
+	refused("recorded")
+	l := daemonLedger(t, d, "")
+	rec, err := l.Get(ctx, "twice-1")
+	l.Close()
+	if err != nil || rec.Ref != digest.FromBytes(want) || rec.SuspendedBy == nil || rec.SuspendedBy.ID != first {
+		t.Fatalf("record %+v (err %v): the refused suspend changed it", rec, err)
+	}
+	if _, code := runCLI(t, d, "discard", "--run", "twice-1"); code != 0 {
+		t.Fatalf("discard: exit %d", code)
+	}
+	refused("discarded")
 }

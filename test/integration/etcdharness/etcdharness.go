@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -48,16 +49,11 @@ const Module = "go.etcd.io/etcd/server/v3"
 // logTail is how many lines of each member's log a failed test prints.
 const logTail = 40
 
-// CI reports whether CI=true: a missing or stale bin/etcd then fails tests
-// instead of skipping them.
-func CI() bool { return os.Getenv("CI") == "true" }
-
+// missing skips, or fails under CI=true, through the one helper
+// (internal/testenv) that decides it for every test.
 func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if CI() {
-		t.Fatalf("CI=true: "+format, args...)
-	}
-	t.Skipf(format+" (skipped; under CI=true this fails)", args...)
+	testenv.Missing(t, format, args...)
 }
 
 // Member is one etcd process of a Cluster.

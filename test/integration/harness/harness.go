@@ -11,7 +11,8 @@
 // with Daemon.ID carry the daemon's name. Cleanup kills tasks, deletes
 // containers, stops the daemon, unmounts what is still mounted under its
 // directory and removes only what it made; the daemon log is printed when the
-// test failed.
+// test failed. No process of the daemon survives cleanup (its shims
+// included): see Processes.
 //
 // Tests skip when not root unless CI=true, where a missing prerequisite fails
 // (Require).
@@ -40,6 +41,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
@@ -64,28 +66,15 @@ var DisabledPlugins = []string{
 	"io.containerd.internal.v1.opt",
 }
 
-// CI reports whether CI=true: prerequisites missing then fail tests instead
-// of skipping them.
-func CI() bool { return os.Getenv("CI") == "true" }
-
 // Require skips t under -short (`make unit`: no daemons) and when not
-// running as root, unless CI=true, where not being root fails.
+// running as root, unless CI=true, where not being root fails
+// (internal/testenv decides).
 func Require(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no containerd daemons")
 	}
-	if os.Geteuid() != 0 {
-		missing(t, "integration tests need root to run containerd")
-	}
-}
-
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if CI() {
-		t.Fatalf("CI=true: "+format, args...)
-	}
-	t.Skipf(format+" (skipped; under CI=true this fails)", args...)
+	testenv.RequireRoot(t, "the integration tests run containerd daemons")
 }
 
 // Daemon is one running containerd started by Start.
@@ -355,6 +344,11 @@ func (d *Daemon) cleanup(t testing.TB) {
 		d.removeContainers(t)
 	}
 	d.stop(t)
+	// Shims outlive their daemon (by design: a daemon restart keeps the
+	// tasks), and a killed daemon, or a task the removal above could not
+	// delete, leaves them running with parent 1, holding their
+	// containers: kill them and what runs in this daemon's cgroups.
+	d.killProcesses(t)
 	d.unmountAll(t)
 	d.mu.Lock()
 	nss := make([]string, 0, len(d.namespaces))
@@ -525,7 +519,7 @@ func Binaries(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() { binDir, binErr = ensureBinaries() })
 	if binErr != nil {
-		missing(t, "harness: containerd binaries: %v", binErr)
+		testenv.Missing(t, "harness: containerd binaries: %v", binErr)
 	}
 	return binDir
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 )
 
@@ -156,7 +157,7 @@ func Busybox(t testing.TB, marker string) *testimage.Image {
 	}
 	im, err := testimage.Busybox(marker)
 	if err != nil {
-		missing(t, "harness: %v", err)
+		testenv.Missing(t, "harness: %v", err)
 	}
 	busyboxes.Store(marker, im)
 	return im
@@ -214,7 +215,7 @@ func ImportBusyboxLabelled(t testing.TB, d *Daemon, name string, c testimage.Met
 	if !ok {
 		im, err := testimage.Busybox("busybox", testimage.WithLabels(c.Labels()))
 		if err != nil {
-			missing(t, "harness: %v", err)
+			testenv.Missing(t, "harness: %v", err)
 		}
 		v, _ = labelled.LoadOrStore(c.Label, im)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 // RegistryBinary is Debian's docker-registry (distribution 2.8), installed by
@@ -46,7 +48,7 @@ func StartRegistry(t testing.TB) *Registry {
 func StartRegistryWith(t testing.TB, cfg RegistryConfig) *Registry {
 	t.Helper()
 	if _, err := os.Stat(RegistryBinary); err != nil {
-		missing(t, "harness: %s (apt-get install docker-registry, or `make deps`): %v", RegistryBinary, err)
+		testenv.Missing(t, "harness: %s (apt-get install docker-registry, or `make deps`): %v", RegistryBinary, err)
 	}
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 // HtpasswdBinary makes the bcrypt htpasswd file of an authenticated
@@ -50,7 +52,7 @@ func (cfg RegistryConfig) configure(t testing.TB, r *Registry) string {
 	}
 	if len(cfg.Users) > 0 {
 		if _, err := os.Stat(HtpasswdBinary); err != nil {
-			missing(t, "harness: %s (apt-get install apache2-utils, or `make deps`): %v", HtpasswdBinary, err)
+			testenv.Missing(t, "harness: %s (apt-get install apache2-utils, or `make deps`): %v", HtpasswdBinary, err)
 		}
 		path := filepath.Join(r.Dir, "htpasswd")
 		names := make([]string, 0, len(cfg.Users))

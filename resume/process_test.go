@@ -65,20 +65,3 @@ func TestProcessStartTimeParsesCommandNames(t *testing.T) {
 		t.Error("short stat accepted")
 	}
 }
-
-func TestClaimFromLabels(t *testing.T) {
-	c := resume.ClaimFromLabels("sandbox-resume.claim/r", map[string]string{
-		resume.LabelClaimContainer: "c1", resume.LabelClaimHost: "h", resume.LabelClaimPID: "12",
-		resume.LabelClaimStart: "34", resume.LabelClaimBoot: "b",
-	})
-	if c.Container != "c1" || c.HostID != "h" || c.PID != 12 || c.StartTime != "34" || c.BootID != "b" || c.Live() {
-		t.Errorf("claim %+v", c)
-	}
-	c.ContainerExists = true
-	if !c.Live() {
-		t.Error("claim with its container is not live")
-	}
-	if c := resume.ClaimFromLabels("l", map[string]string{resume.LabelClaimPID: "-3"}); c.PID != 0 {
-		t.Errorf("pid %d from -3", c.PID)
-	}
-}
