@@ -140,6 +140,7 @@ type Option func(*options)
 
 type options struct {
 	labels map[string]string
+	cmd    []string
 }
 
 // WithLabels sets the config's Labels (image-spec config.md:
@@ -148,6 +149,13 @@ type options struct {
 // (and diffIDs), but not their config, manifest and index digests.
 func WithLabels(labels map[string]string) Option {
 	return func(o *options) { o.labels = labels }
+}
+
+// WithCmd sets the config's Cmd of the platform image (default
+// ["/bin/sh"], which exits at once on a null stdin). Like WithLabels, it
+// changes the config, manifest and index digests, not the layer.
+func WithCmd(cmd ...string) Option {
+	return func(o *options) { o.cmd = cmd }
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -175,6 +183,9 @@ func Build(p ocispec.Platform, files []File, opts ...Option) (*Image, error) {
 	cfg := config(p, im.DiffIDs)
 	if len(o.labels) > 0 {
 		cfg.Config.Labels = o.labels
+	}
+	if len(o.cmd) > 0 {
+		cfg.Config.Cmd = o.cmd
 	}
 	im.Config, err = im.addJSON(ocispec.MediaTypeImageConfig, cfg, nil)
 	if err != nil {
