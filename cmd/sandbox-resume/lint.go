@@ -12,19 +12,17 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
-	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // checkImageMetadata reads the resolved image's devcontainer.metadata
-// label from its config (containerd.Runtime.ImageLabels) and classifies its
+// label from its config (Runtime.ImageLabels) and classifies its
 // members with envmanifest.CheckImageMetadata (docs/design.md "Image
 // metadata"): nil when there is no label or it passes. A config absent
 // from the content store is an error wrapping errdefs.ErrNotFound (lint
 // then exits 5, as for an image that does not resolve). A variable so
 // tests can replace it.
-var checkImageMetadata = func(ctx context.Context, rt *containerd.Runtime, base snapshot.Base) ([]envmanifest.Refusal, error) {
+var checkImageMetadata = func(ctx context.Context, rt Runtime, base snapshot.Base) ([]envmanifest.Refusal, error) {
 	labels, err := rt.ImageLabels(ctx, base.ConfigDigest)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", base.Name, err)
@@ -63,7 +61,7 @@ type lintFixOutput struct {
 // (docs/design.md "Adoption: lint and pin"): envmanifest.Lint, with the
 // image checked through containerd when --address is given or
 // $CONTAINERD_ADDRESS is set.
-func newLintCmd(g *globalOptions) *cobra.Command {
+func newLintCmd(a *app) *cobra.Command {
 	var lockfile, policy string
 	var fix bool
 	cmd := &cobra.Command{
@@ -102,60 +100,57 @@ for a hand edit).`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			reserved, err := envmanifest.LoadPolicy(policy)
 			if err != nil {
-				return usageErrorf("--policy: %v", err)
+				return nil, usageErrorf("--policy: %v", err)
 			}
-			ctx := cmd.Context()
 			opts := envmanifest.LintOptions{Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Fix: fix}
-			if cmd.Flags().Changed("address") || os.Getenv("CONTAINERD_ADDRESS") != "" {
-				rt, err := g.connect(ctx)
+			if s.cmd.Flags().Changed("address") || os.Getenv("CONTAINERD_ADDRESS") != "" {
+				rt, err := s.runtime()
 				if err != nil {
-					return err
+					return nil, err
 				}
-				defer rt.Close()
 				opts.Image = inspectImage(rt)
 			}
 			var res *envmanifest.LintResult
 			if args[0] == "-" {
-				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), strictjson.MaxInputBytes+1))
+				data, rerr := readStdin(s)
 				if rerr != nil {
-					return fmt.Errorf("read stdin: %w", rerr)
+					return nil, rerr
 				}
-				res, err = envmanifest.Lint(ctx, data, opts)
+				res, err = envmanifest.Lint(s.ctx, data, opts)
 			} else {
-				res, err = envmanifest.LintFile(ctx, args[0], opts)
+				res, err = envmanifest.LintFile(s.ctx, args[0], opts)
 			}
 			if errors.Is(err, envmanifest.ErrImageUnresolved) {
-				return &exitError{class: exitcode.ClassImageUnresolved, err: err}
+				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
-			out := lintReport(res)
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), out)
-			} else {
-				writeLintText(cmd.OutOrStdout(), res)
+			out := &result{
+				JSON: lintReport(res),
+				Text: func(w, _ io.Writer) error { writeLintText(w, res); return nil },
 			}
 			if !res.OK() {
-				// Reported in full above, with the class of lintReport.
-				return &exitError{class: lintClass(res)}
+				// Reported in full, with the class of lintReport.
+				out.Class = lintClass(res)
 			}
-			return nil
-		},
+			return out, nil
+		}),
 	}
 	cmd.Flags().StringVar(&lockfile, "lockfile", "", "devcontainer-lock.json to pin features with (default: discovered beside PATH)")
 	cmd.Flags().StringVar(&policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
 	cmd.Flags().BoolVar(&fix, "fix", false, "rewrite PATH without the refused members lint can remove (comments and layout kept)")
+	addDaemonFlags(cmd, a)
 	return cmd
 }
 
 // inspectImage is lint's envmanifest.ImageInspector over rt: the image
 // resolved for the host platform (the index digest when the name is an
 // index), and its label through checkImageMetadata when there is one.
-func inspectImage(rt *containerd.Runtime) envmanifest.ImageInspector {
+func inspectImage(rt Runtime) envmanifest.ImageInspector {
 	return func(ctx context.Context, ref string) (*envmanifest.ImageReport, error) {
 		base, err := rt.ResolveImage(ctx, ref)
 		if err != nil {
