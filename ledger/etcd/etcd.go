@@ -433,6 +433,24 @@ func (l *Ledger) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Cla
 	}
 }
 
+var _ ledger.HolderJudge = (*Ledger)(nil)
+
+// HolderGone is ledger.HolderJudge: the resuming holder of rec is gone
+// exactly when no claim key of rec's fence exists (its lease expired or was
+// revoked), read linearizably. Errors name the endpoints.
+func (l *Ledger) HolderGone(ctx context.Context, rec ledger.Record) (bool, error) {
+	ctx, cancel, err := l.begin(ctx)
+	if err != nil {
+		return false, l.fail("judge the holder", rec.Run, err)
+	}
+	defer cancel()
+	s, err := l.read(ctx, rec.Run)
+	if err != nil {
+		return false, l.fail("judge the holder", rec.Run, err)
+	}
+	return s.claimRev == 0 || s.claim.Fence != rec.Fence, nil
+}
+
 // pendingLease is a lease being granted while the record is read.
 type pendingLease struct {
 	l    *Ledger
