@@ -325,6 +325,12 @@ func (f *fleet) testTakeOver(t *testing.T) {
 	}
 
 	f.a.Stop(t) // host A is lost
+	restarted := false
+	defer func() {
+		if !restarted { // a failure below must not leave A down for the next subtests
+			f.a.Restart(t)
+		}
+	}()
 	code, v = f.resume(t, tn, f.b, g, idB, "--take-over")
 	if code != 0 {
 		t.Fatalf("resume --take-over on B: exit %d %s", code, failDetail(v))
@@ -339,6 +345,7 @@ func (f *fleet) testTakeOver(t *testing.T) {
 	f.wantLive(t, tn, g.run, v.Fence, f.b, idB)
 
 	f.a.Restart(t) // A comes back with its old incarnation
+	restarted = true
 	if fenceLabel(t, f.a, idA) != strconv.FormatUint(fenceA, 10) {
 		t.Fatalf("A's old incarnation %s: fence label %q, want %d", idA, fenceLabel(t, f.a, idA), fenceA)
 	}
@@ -416,6 +423,7 @@ const leaderRounds = 6
 // exactly one winner per round: the ledger rides over the election.
 func (f *fleet) testLeaderKilled(t *testing.T) {
 	tn := f.tenant(t, nil)
+	defer f.wholeCluster(t)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 17))
 	t.Logf("seed %d", seed)
@@ -449,6 +457,23 @@ func (f *fleet) testLeaderKilled(t *testing.T) {
 	t.Logf("%d rounds with the leader killed: wins %v", leaderRounds, wins)
 }
 
+// wholeCluster starts every member of the fleet's cluster that is not
+// running and waits until all serve: deferred by the subtests that kill or
+// stop members, so that a failure leaves the next subtests a whole cluster.
+func (f *fleet) wholeCluster(t *testing.T) {
+	t.Helper()
+	down := false
+	for i, m := range f.etcd.Members {
+		if !m.Running() {
+			f.etcd.StartMember(t, i)
+			down = true
+		}
+	}
+	if down {
+		f.etcd.WaitServing(t)
+	}
+}
+
 func offsetWord(d time.Duration) string {
 	if d < 0 {
 		return (-d).String() + " before"
@@ -463,6 +488,7 @@ func (f *fleet) testQuorumLost(t *testing.T) {
 	tn := f.tenant(t, nil)
 	g := f.generation(t, tn, "quorum-1")
 	id := "fa-" + g.run
+	defer f.wholeCluster(t)
 	f.etcd.Stop(t, 0)
 	f.etcd.Stop(t, 1)
 	const timeout = 3 * time.Second
