@@ -1,12 +1,17 @@
 package etcdledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +26,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/test/integration/etcdharness"
 )
 
 // fakeHost is a host with a base image, one run's diff and spec in an
@@ -100,8 +106,8 @@ type skipDiff struct{ *fake.Materializer }
 
 func (skipDiff) CheckDiff(context.Context, snapshot.Layer) error { return nil }
 
-// BenchmarkResumeDistinctRuns is DESIGN's throughput goal (docs/design.md
-// "Performance goals": ≥ 200 resumes/s of distinct runs through one etcd
+// BenchmarkResumeDistinctRuns measures the throughput goal of
+// docs/design.md ("Performance goals": ≥ 200 resumes/s of distinct runs through one etcd
 // cluster, decision + claim, containerd faked): resume.Resume — the ten
 // checks, the claim check's Get and the ledger's Claim, the faked
 // materialization, Live — of distinct runs (no record yet: the first
@@ -130,6 +136,7 @@ func BenchmarkResumeDistinctRuns(b *testing.B) {
 			var ds []time.Duration
 			b.SetParallelism(8) // 16 goroutines on 2 cores
 			b.ResetTimer()
+			cpu0 := cpuUse(b, c)
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				var mine []time.Duration
@@ -148,10 +155,49 @@ func BenchmarkResumeDistinctRuns(b *testing.B) {
 			})
 			elapsed := time.Since(start)
 			b.StopTimer()
+			cpu := cpuUse(b, c).sub(cpu0)
 			b.ReportMetric(float64(n.Load())/elapsed.Seconds(), "resumes/s")
+			b.ReportMetric(float64(cpu.client.Microseconds())/1000/float64(n.Load()), "client-cpu-ms/op")
+			b.ReportMetric(float64(cpu.etcd.Microseconds())/1000/float64(n.Load()), "etcd-cpu-ms/op")
 			percentiles(b, ds)
 		})
 	}
+}
+
+// cpuTimes is the CPU time (user + system) of this process and of the
+// cluster's members.
+type cpuTimes struct{ client, etcd time.Duration }
+
+func (a cpuTimes) sub(b cpuTimes) cpuTimes { return cpuTimes{a.client - b.client, a.etcd - b.etcd} }
+
+// cpuUse reads the CPU time used so far by this process (getrusage) and by
+// every running member of c (/proc/PID/stat utime + stime, in clock ticks
+// of 100 Hz).
+func cpuUse(b *testing.B, c *etcdharness.Cluster) cpuTimes {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	out := cpuTimes{client: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	for _, m := range c.Members {
+		pid := m.PID()
+		if pid == 0 {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out.etcd += time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return out
 }
 
 // BenchmarkDecideDistinctRuns is the decision alone (resume.Decide: the
