@@ -151,7 +151,7 @@ func TestDifferTrees(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			parent := identity.ChainID(tc.diffID).String()
 			cid := d.ID("differ-" + tc.name)
-			if _, err := sn.Prepare(ctx, cid, parent); err != nil {
+			if _, err := sn.Prepare(hctx, cid, parent); err != nil { // under the lease: an unreferenced snapshot is collected
 				t.Fatal(err)
 			}
 			c, err := d.Client.NewContainer(ctx, cid, client.WithSnapshotter("overlayfs"), client.WithSnapshot(cid),
