@@ -15,7 +15,7 @@ const (
 	OK         = 0  // ok / resume accepted
 	Internal   = 1  // internal, daemon, registry or ledger error
 	Refused    = 2  // refused input: devcontainer.json, lockfile, SnapshotRef or archive does not ingest
-	Mismatch   = 3  // manifest mismatch (drift); at suspend, the declaration does not describe the container
+	Mismatch   = 3  // manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one
 	CrossHost  = 4  // unpinned cross-host claim
 	Image      = 5  // image unresolved or drifted in the content store
 	Untrusted  = 6  // signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)
@@ -36,7 +36,7 @@ var Codes = []CodeInfo{
 	{OK, "ok / resume accepted"},
 	{Internal, "internal, daemon, registry or ledger error (unreachable, locked, no quorum, bad credentials)"},
 	{Refused, "refused input: devcontainer.json, lockfile, SnapshotRef or archive does not ingest (also a config file or container that does not exist)"},
-	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container"},
+	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one (spec-drift)"},
 	{CrossHost, "unpinned cross-host claim"},
 	{Image, "image unresolved or drifted in the content store"},
 	{Untrusted, "signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)"},
@@ -59,12 +59,15 @@ const (
 	// outside a verdict, with its refusals; an existing key file (2).
 	ClassRefused Class = "refused"
 	// ClassBadInput: any other input that cannot be used: a missing file
-	// or container, a ref or archive that does not decode; verdict checks
-	// 1, 3 and 5 (2).
+	// or container, a ref, spec or archive that does not decode; verdict
+	// checks 1, 3, 5 and 10 (2).
 	ClassBadInput Class = "bad-input"
 	// ClassManifestMismatch: verdict check 6; at suspend, the declaration
 	// does not describe the container (3).
 	ClassManifestMismatch Class = "manifest-mismatch"
+	// ClassSpecDrift: an offered runtime spec widens the recorded one;
+	// verdict check 10 (docs/design.md "Spec validation") (3).
+	ClassSpecDrift Class = "spec-drift"
 	// ClassUnpinnedCrossHost: verdict check 7 (4).
 	ClassUnpinnedCrossHost Class = "unpinned-cross-host"
 	// ClassImageUnresolved: verdict check 8; suspend (5).
@@ -100,7 +103,7 @@ const (
 var VerdictClasses = []Class{
 	ClassBadInput, ClassUntrusted, ClassTampered, ClassManifestMismatch,
 	ClassUnpinnedCrossHost, ClassImageUnresolved, ClassImageDrifted,
-	ClassSnapshotMissing, ClassForked, ClassClaimConflict, ClassSuperseded, ClassInternal,
+	ClassSnapshotMissing, ClassSpecDrift, ClassForked, ClassClaimConflict, ClassSuperseded, ClassInternal,
 }
 
 // Code returns the exit code of class c; a class not in this table
@@ -111,7 +114,7 @@ func (c Class) Code() int {
 		return Refused
 	case ClassUntrusted, ClassTampered, ClassForked:
 		return Untrusted
-	case ClassManifestMismatch:
+	case ClassManifestMismatch, ClassSpecDrift:
 		return Mismatch
 	case ClassUnpinnedCrossHost:
 		return CrossHost

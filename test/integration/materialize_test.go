@@ -182,7 +182,7 @@ func TestMaterializeSeesPreSuspendFiles(t *testing.T) {
 	if code != 0 || !v.Accepted {
 		t.Fatalf("resume exit %d: %s", code, failDetail(v))
 	}
-	id := resume.DefaultContainerID(s.run)
+	id := resume.DefaultContainerID(s.run, 1)
 	if v.Container != id || v.Materialize == nil || v.Materialize.Result != resume.ResultPass {
 		t.Fatalf("verdict container %q materialize %+v", v.Container, v.Materialize)
 	}
@@ -390,7 +390,7 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 	if code != 8 || !strings.Contains(failDetail(v), "materializing") {
 		t.Fatalf("exit %d %s; want 8 naming the live holder", code, failDetail(v))
 	}
-	if containers(t, d)[resume.DefaultContainerID(s.run)] {
+	if containers(t, d)[resume.DefaultContainerID(s.run, 1)] {
 		t.Fatal("a container was created while another resumer holds the claim")
 	}
 	// The holder dies: the record names another start time.
@@ -448,7 +448,16 @@ func TestMaterializerConformance(t *testing.T) {
 				return s.Process.Env
 			},
 			Labels: func(t testing.TB, id string) map[string]string { return spec(t, id).Labels },
-			ID:     func(name string) string { return ns + "-" + name },
+			Spec:   func(t testing.TB, id string) []byte { return spec(t, id).Spec.GetValue() },
+			Runtime: func(t testing.TB, id string) snapshot.Runtime {
+				r := spec(t, id).Runtime
+				out := snapshot.Runtime{Name: r.Name}
+				if o := r.Options; o != nil {
+					out.Options = &snapshot.RuntimeOptions{TypeURL: o.GetTypeUrl(), Value: o.GetValue()}
+				}
+				return out
+			},
+			ID: func(name string) string { return ns + "-" + name },
 		}
 	})
 }
