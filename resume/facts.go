@@ -50,14 +50,16 @@ type Facts interface {
 	ReadSpec(ctx context.Context, d snapshot.Descriptor) ([]byte, error)
 
 	// BuildSpec returns the OCI runtime spec (JSON) that a `/1` ref's
-	// incarnation is created from, as the previous release created it
-	// (docs/design.md "Spec validation (check 10)"): the host's default
-	// spec for container id in this namespace, the process, user, working
-	// directory and environment of the image config base.ConfigDigest
-	// (read through base.ManifestDigest), then env ("KEY=VALUE" entries
+	// incarnation would be created with, as the previous release created
+	// it (docs/design.md "Spec validation (check 10)": an offered spec is
+	// compared with it): the host's default spec for container id in this
+	// namespace, the process, user, working directory and environment of
+	// the image config base.ConfigDigest (read through
+	// base.ManifestDigest), users and groups looked up in the file system
+	// of the base layers plus layers, then env ("KEY=VALUE" entries
 	// replacing those of the image by key). Missing content wraps
 	// errdefs.ErrNotFound.
-	BuildSpec(ctx context.Context, id string, base snapshot.Base, env []string) ([]byte, error)
+	BuildSpec(ctx context.Context, id string, base snapshot.Base, layers []snapshot.Layer, env []string) ([]byte, error)
 
 	// HostNamespace reports whether path may name the namespace of type
 	// nsType (an OCI type: "pid", "network", …) of this host's pid 1

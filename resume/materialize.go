@@ -32,9 +32,14 @@ import (
 // digests); Layers are the verified ref's layers, applied on top in order
 // (oldest first). Spec is the OCI runtime spec's JSON bytes the container
 // is created with, exactly (Resume made them with PatchSpec from the
-// recorded, offered or built spec); Runtime is the runtime name and
-// options it runs under: the recorded ones (io.containerd.runc.v2 with no
-// options for a `/1` ref).
+// recorded or the offered spec); nil for a `/1` ref resumed without an
+// offered spec, whose spec the Materializer builds as the previous release
+// did: the host's default spec, the base image config on the prepared
+// snapshot (users and groups looked up there), then Env, "KEY=VALUE"
+// entries (the containerEnv entries whose values hold no "${", sorted by
+// key) replacing the image's by key. Runtime is the runtime name and
+// options it runs under: the recorded ones (DefaultRuntime with no options
+// for a `/1` ref).
 type ContainerSpec struct {
 	ID         string
 	Run        string
@@ -45,6 +50,7 @@ type ContainerSpec struct {
 	Base       snapshot.Base
 	Layers     []snapshot.Layer
 	Spec       []byte
+	Env        []string
 	Runtime    snapshot.Runtime
 }
 
@@ -90,7 +96,8 @@ type Materializer interface {
 	// CreateContainer applies the base layers and spec.Layers (containerd:
 	// rootfs.ApplyLayers under a short-lived lease), prepares the snapshot
 	// spec.ID on the host's default snapshotter and creates the container
-	// spec.ID with exactly the runtime spec bytes spec.Spec, the runtime
+	// spec.ID with exactly the runtime spec bytes spec.Spec (or, when nil,
+	// the spec built from the base image config and spec.Env), the runtime
 	// spec.Runtime (its options Any with the recorded type URL and bytes)
 	// and the labels spec.Labels(). On error no container spec.ID was
 	// created by this call. An existing container id is
@@ -239,6 +246,9 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	}
 	if rt := s.ref.Runtime; rt != nil {
 		spec.Runtime = *rt
+	}
+	if spec.Spec == nil {
+		spec.Env, _ = ContainerEnv(&s.ref.Core)
 	}
 	fail := func(class Class, err error) *Verdict {
 		v.Accepted, v.Class, v.ExitCode = false, class, class.Code()

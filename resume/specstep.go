@@ -27,10 +27,17 @@ func (s *state) offeredSpecName() string {
 // decodes; an offered spec decodes and does not widen it. What passes is
 // what the incarnation is created from (state.createSpec).
 func (s *state) specCheck(ctx context.Context) (string, error) {
+	if s.ref.Spec == nil && s.req.Spec == nil {
+		// The previous release's incarnation, made by the Materializer
+		// from the image config and the containerEnv entries on the
+		// prepared snapshot (ContainerSpec.Spec nil).
+		return fmt.Sprintf("no --spec: the incarnation of a %s ref is created from image config %s plus the containerEnv entries, as the previous release created it",
+			s.ref.Schema, s.ref.Base.ConfigDigest), nil
+	}
 	recorded := s.spec
 	if s.ref.Spec == nil {
 		env, _ := ContainerEnv(&s.ref.Core)
-		b, err := s.facts.BuildSpec(ctx, s.targetID(), s.ref.Base, env)
+		b, err := s.facts.BuildSpec(ctx, s.targetID(), s.ref.Base, s.ref.Layers, env)
 		if err != nil {
 			return "", internal(CheckSpec, fmt.Errorf("build the spec of a %s ref from image config %s: %w", s.ref.Schema, s.ref.Base.ConfigDigest, err))
 		}

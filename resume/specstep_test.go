@@ -172,7 +172,7 @@ func TestSpecCheck(t *testing.T) {
 			}
 			spec := tc.spec
 			if spec == "" { // the spec a /1 resume builds, offered as is
-				b, err := fx.facts.BuildSpec(t.Context(), resume.DefaultContainerID(testRun, 1), fx.ref.Base, []string{"A=1", "LANG=C.UTF-8"})
+				b, err := fx.facts.BuildSpec(t.Context(), resume.DefaultContainerID(testRun, 1), fx.ref.Base, fx.ref.Layers, []string{"A=1", "LANG=C.UTF-8"})
 				if err != nil {
 					t.Fatal(err)
 				}

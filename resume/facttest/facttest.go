@@ -295,7 +295,7 @@ func RunFactsSuite(t *testing.T, newFacts New) {
 		im := build(t, fx, "build-spec")
 		fx.Name(t, "example.test/sr/build:1", im.Index)
 		base := want("example.test/sr/build:1", im, true)
-		b, err := f.BuildSpec(ctx(t), "built-1", base, []string{"GREETING=hello", "PATH=/usr/bin:/bin"})
+		b, err := f.BuildSpec(ctx(t), "built-1", base, nil, []string{"GREETING=hello", "PATH=/usr/bin:/bin"})
 		if err != nil {
 			t.Fatalf("BuildSpec: %v", err)
 		}
@@ -325,7 +325,7 @@ func RunFactsSuite(t *testing.T, newFacts New) {
 			t.Errorf("built root.path %q cgroupsPath %q", s.Root.Path, s.Linux.CgroupsPath)
 		}
 		fx.Delete(t, im.Config.Digest)
-		_, err = f.BuildSpec(ctx(t), "built-2", base, nil)
+		_, err = f.BuildSpec(ctx(t), "built-2", base, nil, nil)
 		wantErr(t, "BuildSpec(config deleted)", err, errdefs.ErrNotFound)
 	})
 

@@ -86,8 +86,10 @@ func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 // spec.Layers are stored (errdefs.ErrNotFound), the manifest's layer count
 // equals the recorded diffIDs, spec.Spec is a JSON object whose
 // process.env, if any, is an array of strings and spec.Runtime has a name
-// (errdefs.ErrInvalidArgument). It does not extract layers, so a wrong
-// diffID is only caught by CheckDiff.
+// (errdefs.ErrInvalidArgument). A nil spec.Spec is built with
+// Facts.BuildSpec from spec.Env and recorded in the Container's
+// Spec.Spec. It does not extract layers, so a wrong diffID is only caught
+// by CheckDiff.
 func (m *Materializer) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -112,6 +114,11 @@ func (m *Materializer) CreateContainer(ctx context.Context, spec resume.Containe
 	}
 	if len(mf.Layers) != len(spec.Base.DiffIDs) {
 		return fmt.Errorf("base manifest %s has %d layers, the ref records %d diffIDs: %w", spec.Base.ManifestDigest, len(mf.Layers), len(spec.Base.DiffIDs), errdefs.ErrInvalidArgument)
+	}
+	if spec.Spec == nil {
+		if spec.Spec, err = m.facts.BuildSpec(ctx, spec.ID, spec.Base, spec.Layers, spec.Env); err != nil {
+			return err
+		}
 	}
 	var rs struct {
 		Process *struct {

@@ -56,11 +56,11 @@ type fakeProcess struct {
 // runtime/containerd does, in memory: ociVersion 1.2.1, the image
 // config's Entrypoint + Cmd as process.args, its Env then env (replacing
 // by key, oci.WithEnv's rule) as process.env, its WorkingDir as
-// process.cwd ("/" when empty), uid and gid 0, root.path
-// resume.BundleRootfs, linux.cgroupsPath "/<namespace>/<id>" and private
-// pid, ipc, uts, mount and network namespaces. Missing content wraps
-// errdefs.ErrNotFound.
-func (f *Facts) BuildSpec(ctx context.Context, id string, base snapshot.Base, env []string) ([]byte, error) {
+// process.cwd ("/" when empty), uid and gid 0 (the fake looks up no users:
+// layers are not read), root.path resume.BundleRootfs, linux.cgroupsPath
+// "/<namespace>/<id>" and private pid, ipc, uts, mount and network
+// namespaces. Missing content wraps errdefs.ErrNotFound.
+func (f *Facts) BuildSpec(ctx context.Context, id string, base snapshot.Base, layers []snapshot.Layer, env []string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

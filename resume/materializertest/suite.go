@@ -181,13 +181,11 @@ func Run(t *testing.T, newFixture New) {
 		blob, d := Diff(t, map[string]string{"data.txt": "hello\n"})
 		f.PutBlob(t, "run-c", blob)
 		id := f.ID("made")
-		built, err := f.Facts.BuildSpec(ctx(t), id, f.Base, []string{"GREETING=hello"})
-		if err != nil {
-			t.Fatalf("Facts.BuildSpec: %v", err)
-		}
+		// A /1 ref's incarnation: no spec, built from the image config
+		// and Env.
 		spec := resume.ContainerSpec{ID: id, Run: "run-c", Manifest: "blake3:" + digest.FromString("m").Encoded(),
 			Generation: 1, Ref: digest.FromString("ref"), Fence: 7,
-			Base: f.Base, Layers: []snapshot.Layer{d}, Spec: built, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime}}
+			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime}}
 		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
 			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
 		}

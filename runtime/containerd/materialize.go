@@ -18,7 +18,6 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/defaults"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/containerd/v2/pkg/rootfs"
 	"github.com/containerd/errdefs"
@@ -215,7 +214,9 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // spec.ID on top and creates the container spec.ID: image name
 // spec.Base.Name, the runtime spec spec.Spec exactly as given (an Any of
 // the runtime spec's type URL holding those bytes: containerd hands them to
-// the shim as config.json), the runtime spec.Runtime.Name with its options
+// the shim as config.json) — or, when nil (a /1 ref), the spec the previous
+// release made: oci.WithImageConfig of the base on the prepared snapshot
+// plus oci.WithEnv(spec.Env) —, the runtime spec.Runtime.Name with its options
 // as an Any of the recorded type URL and bytes (none when the ref records
 // none), labels spec.Labels() (run, manifest, generation, ref, fence).
 //
@@ -322,13 +323,18 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 	if o := spec.Runtime.Options; o != nil {
 		options = &anypb.Any{TypeUrl: o.TypeURL, Value: bytes.Clone(o.Value)}
 	}
+	specOpt := withSpecBytes(spec.Spec)
+	if spec.Spec == nil { // a /1 ref: as the previous release, on the prepared snapshot
+		img := client.NewImageWithPlatform(r.client, images.Image{Name: spec.Base.Name, Target: mdesc}, platforms.Only(r.platform))
+		specOpt = client.WithNewSpec(oci.WithImageConfig(img), oci.WithEnv(spec.Env))
+	}
 	_, err = r.client.NewContainer(ctx, spec.ID,
 		client.WithImageName(spec.Base.Name),
 		client.WithSnapshotter(snName),
 		client.WithSnapshot(spec.ID),
 		client.WithRuntime(runtime, options),
 		client.WithContainerLabels(labels),
-		withSpecBytes(spec.Spec),
+		specOpt,
 	)
 	if err != nil {
 		_ = sn.Remove(context.WithoutCancel(ctx), spec.ID)
@@ -366,38 +372,6 @@ func (r *Runtime) ReadSpec(ctx context.Context, d snapshot.Descriptor) ([]byte, 
 	}
 	defer ra.Close()
 	return snapshot.ReadBlob(ra, d)
-}
-
-// BuildSpec implements resume.Facts: the spec the previous release
-// created a resumed container with — containerd's default spec for
-// container id in this namespace (oci.GenerateSpec), then
-// oci.WithImageConfig of the base image (its platform manifest
-// base.ManifestDigest and config) and oci.WithEnv(env) — as JSON.
-func (r *Runtime) BuildSpec(ctx context.Context, id string, base snapshot.Base, env []string) ([]byte, error) {
-	ctx = namespaces.WithNamespace(ctx, r.namespace)
-	cs := r.client.ContentStore()
-	info, err := cs.Info(ctx, base.ManifestDigest)
-	if err != nil {
-		return nil, fmt.Errorf("base manifest %s: %w", base.ManifestDigest, native(err))
-	}
-	mdesc := ocispec.Descriptor{Digest: base.ManifestDigest, Size: info.Size}
-	mb, err := r.readBlob(ctx, cs, mdesc)
-	if err != nil {
-		return nil, fmt.Errorf("base manifest: %w", err)
-	}
-	if mdesc.MediaType, err = detectMediaType(mb); err != nil {
-		return nil, fmt.Errorf("base manifest %s: %w", base.ManifestDigest, err)
-	}
-	img := client.NewImageWithPlatform(r.client, images.Image{Name: base.Name, Target: mdesc}, platforms.Only(r.platform))
-	s, err := oci.GenerateSpec(ctx, r.client, &containers.Container{ID: id}, oci.WithImageConfig(img), oci.WithEnv(env))
-	if err != nil {
-		return nil, fmt.Errorf("spec of container %s from image config %s: %w", id, base.ConfigDigest, native(err))
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("spec of container %s: %w", id, err)
-	}
-	return b, nil
 }
 
 // HostNamespace implements resume.Facts with resume.HostPID1Namespace:
