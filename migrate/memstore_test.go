@@ -27,12 +27,34 @@ type memStore struct {
 	leases   map[string]map[digest.Digest]bool
 	labels   map[string]map[string]string
 	children map[digest.Digest][]digest.Digest
+	images   map[string]ocispec.Descriptor
 	temp     int
 }
 
 func newMemStore() *memStore {
 	return &memStore{blobs: map[digest.Digest][]byte{}, leases: map[string]map[digest.Digest]bool{},
-		labels: map[string]map[string]string{}, children: map[digest.Digest][]digest.Digest{}}
+		labels: map[string]map[string]string{}, children: map[digest.Digest][]digest.Digest{},
+		images: map[string]ocispec.Descriptor{}}
+}
+
+func (m *memStore) ImageTarget(_ context.Context, name string) (ocispec.Descriptor, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.images[name]
+	if !ok {
+		return ocispec.Descriptor{}, fmt.Errorf("image %s: %w", name, errdefs.ErrNotFound)
+	}
+	return d, nil
+}
+
+func (m *memStore) CreateImage(_ context.Context, name string, target ocispec.Descriptor) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.images[name]; ok {
+		return fmt.Errorf("image %s: %w", name, errdefs.ErrAlreadyExists)
+	}
+	m.images[name] = target
+	return nil
 }
 
 var _ Store = (*memStore)(nil)

@@ -97,6 +97,7 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 		newImportCmd(g),
 		newPushCmd(g),
 		newPullCmd(g),
+		newInspectCmd(g),
 	)
 	return root
 }
