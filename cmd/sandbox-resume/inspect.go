@@ -27,10 +27,10 @@ type inspectOutput struct {
 	Manifest    string               `json:"manifest"`
 	Pinned      bool                 `json:"pinned"`
 	Layers      []snapshot.Layer     `json:"layers"`
-	LayersSize  int64                `json:"layersSize"`  // bytes of every layer blob
-	Unpacked    int64                `json:"unpacked"`    // bytes of every layer uncompressed
-	Spec        *snapshot.Descriptor `json:"spec"`        // null for a /1 ref
-	Runtime     *inspectRuntime      `json:"runtime"`     // null for a /1 ref
+	LayersSize  int64                `json:"layersSize"` // bytes of every layer blob
+	Unpacked    int64                `json:"unpacked"`   // bytes of every layer uncompressed
+	Spec        *snapshot.Descriptor `json:"spec"`       // null for a /1 ref
+	Runtime     *inspectRuntime      `json:"runtime"`    // null for a /1 ref
 	Base        snapshot.Base        `json:"base"`
 	Host        snapshot.Host        `json:"host"`
 	Fence       uint64               `json:"fence,omitempty"`

@@ -16,7 +16,7 @@ import (
 // resumeOptions are the flags of `resume` (DESIGN "Resume decision").
 type resumeOptions struct {
 	ref, config, trust, lockfile, container, spec string
-	check, start, takeOver                  bool
+	check, start, takeOver                        bool
 }
 
 // newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
