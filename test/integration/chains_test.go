@@ -364,3 +364,63 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestImportAnotherNamespaceResumesByName: an unpinned run exported with
+// its base and imported into another namespace of the same daemon (one
+// host, one ledger) resumes by name: the import created the base's name
+// there, pointing at the recorded index. In a namespace where the name
+// already points at another image, the import leaves it (and says so) and
+// resume's image check refuses it (5).
+func TestImportAnotherNamespaceResumesByName(t *testing.T) {
+	d := harness.Start(t, "chns")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	cid := taskContainer(t, d, im.Name, "ns-src", `echo READY; exec sleep 86400`, nil)
+	r := suspendChain(t, d, cid, "ns-1", `{"image": "busybox:1"}`)
+	archive := filepath.Join(t.TempDir(), "run.tar")
+	mustCLI(t, d, "", nil, "export", "--ref", r.ref, "--out", archive, "--with-base")
+	hostLedger := "SANDBOX_RESUME_LEDGER=" + ledgerPath(d.Address, d.Namespace)
+
+	nsB := d.NewNamespace()
+	refB := filepath.Join(t.TempDir(), "ref.json")
+	var res struct {
+		BaseName struct {
+			Name, Target, Note string
+			Created            bool
+		} `json:"baseName"`
+	}
+	mustCLI(t, d, nsB, &res, "import", archive, "--trust", r.pub, "--out", refB)
+	if !res.BaseName.Created || res.BaseName.Name != im.Name || res.BaseName.Target != im.Index.String() {
+		t.Fatalf("import into %s: baseName %+v, want %s created pointing at %s", nsB, res.BaseName, im.Name, im.Index)
+	}
+	code, stdout, stderr := srcliEnv(t, d, nsB, []string{hostLedger}, "resume", "--ref", refB, "--config", r.cfg, "--trust", r.pub, "--start")
+	var v resume.Verdict
+	if err := json.Unmarshal(stdout, &v); err != nil {
+		t.Fatalf("resume in %s: exit %d: %v\n%s", nsB, code, err, stderr)
+	}
+	if code != 0 || v.Check(resume.CheckHost).Result != resume.ResultPass || v.Pid == 0 {
+		t.Fatalf("resume in %s: exit %d: %s", nsB, code, failDetail(&v))
+	}
+	if d := v.Check(resume.CheckImage).Detail; !strings.Contains(d, "resolves to index "+im.Index.String()) {
+		t.Errorf("image check detail %q: want the name resolved to the recorded index", d)
+	}
+
+	// Another namespace whose busybox:1 is another image: not re-pointed.
+	nsC := d.NewNamespace()
+	other := harness.Busybox(t, "other busybox")
+	d.Put(t, nsC, other)
+	d.Tag(t, nsC, im.Name, other.Index)
+	refC := filepath.Join(t.TempDir(), "ref.json")
+	mustCLI(t, d, nsC, &res, "import", archive, "--trust", r.pub, "--out", refC)
+	if res.BaseName.Created || !strings.Contains(res.BaseName.Note, "not re-pointed") {
+		t.Fatalf("import into %s: baseName %+v, want the existing name left", nsC, res.BaseName)
+	}
+	code, stdout, _ = srcli(t, d, nsC, "--output", "text", "import", archive, "--trust", r.pub)
+	if code != 0 || !strings.Contains(string(stdout), "base name "+im.Name+": exists, pointing at "+other.Index.Digest.String()) {
+		t.Errorf("import text output (exit %d):\n%s", code, stdout)
+	}
+	code, stdout, _ = srcli(t, d, nsC, "resume", "--ref", refC, "--config", r.cfg, "--trust", r.pub, "--check")
+	v = resume.Verdict{}
+	if err := json.Unmarshal(stdout, &v); err != nil || code != 5 || v.Class != resume.ClassImageDrifted {
+		t.Errorf("resume --check in %s: exit %d class %s (%v), want 5 image-drifted", nsC, code, v.Class, err)
+	}
+}
