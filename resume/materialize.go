@@ -364,8 +364,16 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	case err != nil:
 		return "", ClassInternal, fmt.Errorf("create container %s: %w", spec.ID, err)
 	}
-	return fmt.Sprintf("%s verified (%d bytes, %d bytes uncompressed); base %s + %s applied; container %s created",
-		layersWord(spec.Layers), size, uncompressed, spec.Base.ManifestDigest, layersWord(spec.Layers), spec.ID), "", nil
+	from := "its runtime spec (" + digest.FromBytes(spec.Spec).String() + ")"
+	if spec.Spec == nil {
+		from = "the image config and containerEnv"
+	}
+	rt := spec.Runtime.Name
+	if o := spec.Runtime.Options; o != nil {
+		rt += " with options " + o.TypeURL
+	}
+	return fmt.Sprintf("%s verified (%d bytes, %d bytes uncompressed); base %s + %s applied; container %s created from %s under %s",
+		layersWord(spec.Layers), size, uncompressed, spec.Base.ManifestDigest, layersWord(spec.Layers), spec.ID, from, rt), "", nil
 }
 
 // layersWord names a ref's layers in a detail: the one layer's digest, or
