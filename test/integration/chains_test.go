@@ -424,3 +424,66 @@ func TestImportAnotherNamespaceResumesByName(t *testing.T) {
 		t.Errorf("resume --check in %s: exit %d class %s (%v), want 5 image-drifted", nsC, code, v.Class, err)
 	}
 }
+
+// TestMovedRunRunsRecordedProcess: a run suspended on daemon A travels with
+// its layer and spec blob to daemon B in an archive and to daemon C through
+// a registry (separate ledgers, a pinned declaration); on each, resume
+// --start runs the recorded process, env and cwd, under the recorded
+// runtime options, and the base name was created on the target.
+func TestMovedRunRunsRecordedProcess(t *testing.T) {
+	a, b, c := harness.Start(t, "chmva"), harness.Start(t, "chmvb"), harness.Start(t, "chmvc")
+	reg := harness.StartRegistry(t)
+	bb := harness.ImportBusybox(t, a, "busybox:1")
+	cid := taskContainer(t, a, bb.Name, "mv-src", `echo READY; exec sleep 86400`,
+		[]client.NewContainerOpts{client.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{NoNewKeyring: true})},
+		oci.WithProcessCwd("/var"), oci.WithEnv([]string{"SR_PROBE=moved"}))
+	before := execIn(t, a, cid, probeScript)
+	r := suspendChain(t, a, cid, "mv-1", `{"image": "busybox@`+bb.Index.String()+`"}`)
+
+	archive := filepath.Join(t.TempDir(), "run.tar")
+	mustCLI(t, a, "", nil, "export", "--ref", r.ref, "--out", archive, "--with-base")
+	target := reg.Host + "/runs/mv:" + r.run
+	mustCLI(t, a, "", nil, "push", "--plain-http", "--ref", r.ref, target)
+
+	for _, hop := range []struct {
+		d    *harness.Daemon
+		args []string
+	}{
+		{b, []string{"import", archive, "--trust", r.pub}},
+		{c, []string{"pull", "--plain-http", "--trust", r.pub, target}},
+	} {
+		t.Run(hop.d.Name, func(t *testing.T) {
+			ref := filepath.Join(t.TempDir(), "ref.json")
+			var res struct {
+				BaseName struct {
+					Created bool   `json:"created"`
+					Target  string `json:"target"`
+				} `json:"baseName"`
+			}
+			mustCLI(t, hop.d, "", &res, append(hop.args, "--out", ref)...)
+			if !res.BaseName.Created || res.BaseName.Target != bb.Index.String() {
+				t.Errorf("%s: baseName %+v, want created pointing at the index %s", hop.args[0], res.BaseName, bb.Index)
+			}
+			moved := *r
+			moved.d, moved.ref = hop.d, ref
+			code, v := resumeChain(t, &moved, "--start")
+			if code != 0 {
+				t.Fatalf("resume on %s: exit %d: %s", hop.d.Name, code, failDetail(v))
+			}
+			time.Sleep(time.Second)
+			if !taskRunning(t, hop.d, v.Container) {
+				t.Fatalf("the task on %s does not run a second after it started", hop.d.Name)
+			}
+			if after := execIn(t, hop.d, v.Container, probeScript); after != before {
+				t.Errorf("pid 1 on %s differs from the suspended container's:\n got %q\nwant %q", hop.d.Name, after, before)
+			}
+			got, err := hop.d.Client.ContainerService().Get(hop.d.Context(t), v.Container)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := got.Runtime.Options; o == nil || o.GetTypeUrl() != "containerd.runc.v1.Options" || !bytes.Equal(o.GetValue(), []byte{0x10, 0x01}) {
+				t.Errorf("runtime options on %s: %v, want NoNewKeyring", hop.d.Name, o)
+			}
+		})
+	}
+}
