@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -58,7 +57,7 @@ type inspectOptions struct {
 // with sizes, spec, runtime, base, host, created — read with
 // snapshot.OpenRefUnsafe (parse, schema, integrity; no signature), or with
 // --trust through snapshot.OpenRef, which verifies the signatures first.
-func newInspectCmd(g *globalOptions) *cobra.Command {
+func newInspectCmd(a *app) *cobra.Command {
 	var trustPath string
 	cmd := &cobra.Command{
 		Use:   "inspect REF [--trust PUB|DIR]",
@@ -76,32 +75,26 @@ manifest or pinned flag disagrees with its core is 6. Needs no daemon.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
+		RunE: a.command(func(_ *session, args []string) (*result, error) {
+			data, err := readInput(args[0])
 			if err != nil {
-				return badInput(err)
+				return nil, err
 			}
 			var ref *snapshot.Ref
 			if trustPath != "" {
 				trust, err := loadTrust(trustPath)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				ref, err = snapshot.OpenRef(data, trust)
-				if err != nil {
-					return openRefError(args[0], err)
+				if ref, err = snapshot.OpenRef(data, trust); err != nil {
+					return nil, openRefError(args[0], err)
 				}
 			} else if ref, err = snapshot.OpenRefUnsafe(data); err != nil {
-				return openRefError(args[0], err)
+				return nil, openRefError(args[0], err)
 			}
 			out := inspectOf(data, ref, trustPath != "")
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), out)
-				return nil
-			}
-			writeInspectText(cmd.OutOrStdout(), out)
-			return nil
-		},
+			return &result{JSON: out, Text: func(w, _ io.Writer) error { writeInspectText(w, out); return nil }}, nil
+		}),
 	}
 	cmd.Flags().StringVar(&trustPath, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys: verify the signatures too")
 	return cmd

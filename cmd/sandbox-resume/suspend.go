@@ -3,13 +3,12 @@ package main
 import (
 	"crypto"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
@@ -40,7 +39,7 @@ type suspendOutput struct {
 // (docs/design.md "Suspend"): suspend.Run against the daemon at --address
 // in --namespace and the ledger --ledger names. It prints a summary, or
 // with --output json a suspendOutput.
-func newSuspendCmd(g *globalOptions) *cobra.Command {
+func newSuspendCmd(a *app) *cobra.Command {
 	var o suspendOptions
 	cmd := &cobra.Command{
 		Use:   "suspend --container ID --config PATH --key K [--run ID] [--out ref.json] [--keep-running] [--lockfile F] [--policy P]",
@@ -66,68 +65,41 @@ it, from the recorded ref, without a new diff.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct{ name, v string }{{"--container", o.container}, {"--config", o.config}, {"--key", o.key}} {
-				if f.v == "" {
-					return usageErrorf("suspend: %s is required", f.name)
-				}
-			}
+		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if o.run != "" && !snapshot.ValidRunID(o.run) {
-				return usageErrorf("suspend: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", o.run, snapshot.MaxRunIDLen)
+				return nil, usageErrorf("suspend: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", o.run, snapshot.MaxRunIDLen)
 			}
-			key, err := envelope.LoadPrivateKey(o.key)
+			key, err := loadKey(o.key)
 			if err != nil {
-				return &exitError{class: exitcode.ClassBadInput, err: err}
+				return nil, err
 			}
 			policy, err := envmanifest.LoadPolicy(o.policy)
 			if err != nil {
-				return &exitError{class: exitcode.ClassBadInput, err: err}
+				return nil, badInput(err)
 			}
-			ctx := cmd.Context()
-			l, err := g.openLedger(ctx)
+			l, err := s.ledger()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer l.Close()
-			rt, err := g.connect(ctx)
+			rt, err := s.runtime()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer rt.Close()
-			res, err := suspend.Run(ctx, rt, l, suspend.Request{
+			res, err := suspend.Run(s.ctx, rt, l, suspend.Request{
 				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy,
-				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning,
+				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning, Now: a.now,
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			w := cmd.OutOrStdout()
-			if g.output == outputJSON {
-				writeJSON(w, suspendOutput{
+			return &result{
+				JSON: suspendOutput{
 					Run: res.Ref.Run, Generation: res.Ref.Generation, Ref: res.RefBlob.String(), Out: res.Path,
 					KeptRunning: res.Ref.KeptRunning, Fence: res.Fence, PausedMs: res.Paused.Milliseconds(),
-				})
-				return nil
-			}
-			pinned := "unpinned"
-			if res.Ref.Pinned {
-				pinned = "pinned"
-			}
-			fmt.Fprintf(w, "run          %s generation %d\nref file     %s (%s)\nmanifest     %s (%s)\nimage        %s (manifest %s)\n",
-				res.Ref.Run, res.Ref.Generation, res.Path, res.RefBlob, res.Ref.Manifest, pinned, res.Ref.Base.Name, res.Ref.Base.ManifestDigest)
-			for i, l := range res.Ref.Layers {
-				fmt.Fprintf(w, "layer %d      %s (%d bytes, diffID %s)\n", i, l.Digest, l.Size, l.DiffID)
-			}
-			fmt.Fprintf(w, "spec         %s (%d bytes)\nruntime      %s\nlease        %s\nledger       %s, fence %d\npaused       %s\n",
-				res.Ref.Spec.Digest, res.Ref.Spec.Size, res.Ref.Runtime.Name, res.Lease, res.Record.State, res.Record.Fence, res.Paused.Round(time.Millisecond))
-			if res.Ref.KeptRunning {
-				fmt.Fprintf(w, "kept running: the container holds the run with fence %d\n", res.Fence)
-			}
-			if res.Finished {
-				fmt.Fprintln(w, "finished an interrupted suspend from the recorded ref (no new diff)")
-			}
-			return nil
-		},
+				},
+				Text: func(w, _ io.Writer) error { writeSuspendText(w, res); return nil },
+			}, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.container, "container", "", "id of the container to suspend (required)")
@@ -138,6 +110,32 @@ it, from the recorded ref, without a new diff.`,
 	f.BoolVar(&o.keepRunning, "keep-running", false, "resume the task once the generation is recorded instead of stopping it (the container then holds the run)")
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
 	f.StringVar(&o.policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
-	addLedgerFlags(cmd, g)
+	for _, name := range []string{"container", "config", "key"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	addDaemonFlags(cmd, a)
+	addHostIDFlag(cmd, a)
+	addLedgerFlags(cmd, a)
 	return cmd
+}
+
+// writeSuspendText prints what suspend did for people.
+func writeSuspendText(w io.Writer, res *suspend.Result) {
+	pinned := "unpinned"
+	if res.Ref.Pinned {
+		pinned = "pinned"
+	}
+	fmt.Fprintf(w, "run          %s generation %d\nref file     %s (%s)\nmanifest     %s (%s)\nimage        %s (manifest %s)\n",
+		res.Ref.Run, res.Ref.Generation, res.Path, res.RefBlob, res.Ref.Manifest, pinned, res.Ref.Base.Name, res.Ref.Base.ManifestDigest)
+	for i, l := range res.Ref.Layers {
+		fmt.Fprintf(w, "layer %d      %s (%d bytes, diffID %s)\n", i, l.Digest, l.Size, l.DiffID)
+	}
+	fmt.Fprintf(w, "spec         %s (%d bytes)\nruntime      %s\nlease        %s\nledger       %s, fence %d\npaused       %s\n",
+		res.Ref.Spec.Digest, res.Ref.Spec.Size, res.Ref.Runtime.Name, res.Lease, res.Record.State, res.Record.Fence, res.Paused.Round(time.Millisecond))
+	if res.Ref.KeptRunning {
+		fmt.Fprintf(w, "kept running: the container holds the run with fence %d\n", res.Fence)
+	}
+	if res.Finished {
+		fmt.Fprintln(w, "finished an interrupted suspend from the recorded ref (no new diff)")
+	}
 }
