@@ -31,7 +31,7 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 		// The previous release's incarnation, made by the Materializer
 		// from the image config and the containerEnv entries on the
 		// prepared snapshot (ContainerSpec.Spec nil).
-		return fmt.Sprintf("no --spec: the incarnation of a %s ref is created from image config %s plus the containerEnv entries, as the previous release created it",
+		return fmt.Sprintf("no spec offered: the incarnation of a %s ref is created from image config %s plus the containerEnv entries, as the previous release created it",
 			s.ref.Schema, s.ref.Base.ConfigDigest), nil
 	}
 	recorded := s.spec
@@ -58,7 +58,7 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 		if err := s.patch(recorded, s.ref.Spec != nil); err != nil {
 			return "", recordedBad(err)
 		}
-		return "no --spec: the incarnation is created from " + s.specName(), nil
+		return "no spec offered: the incarnation is created from " + s.specName(), nil
 	}
 
 	drift, err := CompareSpec(recorded, s.req.Spec, SpecOptions{

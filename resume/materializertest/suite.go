@@ -13,6 +13,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -181,11 +182,38 @@ func Run(t *testing.T, newFixture New) {
 		blob, d := Diff(t, map[string]string{"data.txt": "hello\n"})
 		f.PutBlob(t, "run-c", blob)
 		id := f.ID("made")
-		// A /1 ref's incarnation: no spec, built from the image config
-		// and Env.
+		// A /1 ref's incarnation first: no spec, built from the image
+		// config and Env.
 		spec := resume.ContainerSpec{ID: id, Run: "run-c", Manifest: "blake3:" + digest.FromString("m").Encoded(),
 			Generation: 1, Ref: digest.FromString("ref"), Fence: 7,
 			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime}}
+		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
+		}
+		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+			t.Fatalf("CreateContainer(image config): %v", err)
+		}
+		if env := f.Env(t, id); !slices.Contains(env, "GREETING=hello") || !slices.Contains(env, "PATH=/bin") {
+			t.Errorf("env %v, want the image's PATH=/bin and GREETING=hello", env)
+		}
+		if err := f.M.DeleteContainer(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+		// Then from spec bytes whose process keeps running (the image's
+		// /bin/sh exits at once without a stdin): Facts.BuildSpec's spec
+		// with other args.
+		built, err := f.Facts.BuildSpec(ctx(t), id, f.Base, spec.Layers, spec.Env)
+		if err != nil {
+			t.Fatalf("Facts.BuildSpec: %v", err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(built, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["process"].(map[string]any)["args"] = []string{"/bin/sh", "-c", "exec sleep 86400"}
+		if spec.Spec, err = json.Marshal(doc); err != nil {
+			t.Fatal(err)
+		}
 		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
 			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
 		}
