@@ -351,7 +351,7 @@ func verdictSchema() map[string]any {
 			"description": "every check, in the order they run",
 		}
 	}}
-	r.fields["Verdict.refusals"] = set(map[string]any{"description": "the ingestion refusals of check offered-ingest, sorted by pointer"})
+	r.fields["Verdict.refusals"] = set(map[string]any{"description": "the ingestion refusals of check offered-ingest, or the devcontainer.metadata label refusals of check image (pointers under /config/Labels/devcontainer.metadata), sorted by pointer"})
 	r.fields["Verdict.specDrift"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
 		return with(b, map[string]any{"description": "check spec's comparison of the offered runtime spec (--spec) with the recorded one (a /1 ref: the one built from the image config), present exactly when a spec was offered and both decoded: every member that widens the recorded spec, and the bind mount sources that differ (allowed: true); [] when nothing differs"})
 	}}

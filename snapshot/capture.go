@@ -182,6 +182,7 @@ type Capturer interface {
 	ContainerInspector
 	HostInspector
 	ImageResolver
+	ImageConfigReader
 	TaskController
 	Differ
 	BlobReader

@@ -38,9 +38,10 @@ func newResumeCmd(a *app) *cobra.Command {
 offered-ingest, manifest, host, image, snapshot, spec, claim) and prints each
 result, the drift between the recorded and the offered manifest core, the
 spec drift, and the verdict. The exit code is the verdict's: 0 accepted,
-2 bad input, 3 manifest mismatch or spec drift, 4 unpinned cross-host,
-5 image, 6 untrusted, tampered or forked, 7 snapshot, 8 claim conflict,
-9 superseded; 1 when the daemon or the ledger fails.
+2 bad input or a refused devcontainer.metadata image label (image-metadata),
+3 manifest mismatch or spec drift, 4 unpinned cross-host, 5 image,
+6 untrusted, tampered or forked, 7 snapshot, 8 claim conflict, 9 superseded;
+1 when the daemon or the ledger fails.
 --spec offers the OCI runtime spec the incarnation should run with: it must
 decode (else 2) and must not widen the recorded spec (capabilities, user,
 seccomp, namespaces, devices, mounts but a bind mount's source, ... else 3

@@ -46,7 +46,9 @@ func newSuspendCmd(a *app) *cobra.Command {
 		Short: "Capture a container's filesystem changes and spec, record the generation in the ledger and write a signed SnapshotRef",
 		Long: `Ingests the devcontainer.json, checks that it describes the container (its
 snapshot's parent is the chain of the declared image: else exit 3; an image
-that does not resolve is 5), creates the run lease sandbox-resume.run/<run>,
+that does not resolve is 5) and that the image's devcontainer.metadata label,
+if any, passes (else exit 2, class image-metadata, with the refusals; nothing
+is paused or written), creates the run lease sandbox-resume.run/<run>,
 labels the container io.sandbox-resume.suspending, pauses the task, stores
 the zstd rootfs diff, the container's runtime spec and the signed
 sandbox.snapshot-ref/2 under the lease, and records generation 1 in the run

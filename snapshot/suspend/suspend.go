@@ -148,7 +148,9 @@ type Result struct {
 //     reference resolves to for the host platform, and a digest in the
 //     reference is that image's index or manifest digest (else
 //     ErrMismatch; an image that does not resolve is
-//     snapshot.ErrImageUnresolved);
+//     snapshot.ErrImageUnresolved), and the devcontainer.metadata label of
+//     its config must pass envmanifest.CheckImageMetadata (else an
+//     *envmanifest.ImageMetadataError; no label passes);
 //  4. create the run lease snapshot.RunLease(run) first (a rerun finds it
 //     and keeps its creation time; a lease made for another container is
 //     ErrRunConflict) and hold the base image's content in it; every later
@@ -288,6 +290,9 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("suspend: resolve image %s: %w", m.Core.Image, err)
 	}
 	if err := describes(m.Core.Image, base, s.ctr); err != nil {
+		return nil, err
+	}
+	if err := checkImageMetadata(ctx, s.c, m.Core.Image, base); err != nil {
 		return nil, err
 	}
 	if len(s.ctr.Spec) == 0 {
