@@ -1,5 +1,6 @@
-// Package facttest is the conformance suite for resume.Facts (DESIGN
-// "Layout": one suite runs against runtime/containerd and the in-memory fake).
+// Package facttest is the conformance suite for resume.Facts
+// (docs/design.md "Seams, fakes and conformance suites": one suite runs
+// against runtime/containerd and the in-memory fake).
 // RunFactsSuite drives an implementation through a Fixture that stores blobs
 // and names images behind its back, then checks resolution, presence, blob
 // sizes, image config labels, host facts and platform matching against the

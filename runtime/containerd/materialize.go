@@ -34,8 +34,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file implements resume.Materializer on *Runtime (DESIGN
-// "Materialize, claim, run lifecycle").
+// This file implements resume.Materializer on *Runtime (docs/design.md
+// "Materialize").
 
 var _ resume.Materializer = (*Runtime)(nil)
 
