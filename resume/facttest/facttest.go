@@ -3,8 +3,10 @@
 // against runtime/containerd and the in-memory fake).
 // RunFactsSuite drives an implementation through a Fixture that stores blobs
 // and names images behind its back, then checks resolution, presence, blob
-// sizes, image config labels, host facts and platform matching against the
-// digests the test images were built with (internal/testimage).
+// sizes, spec blob reads (size and digest verified), the spec a `/1` ref
+// is built with, image config labels, host facts and platform matching
+// against the digests the test images were built with
+// (internal/testimage).
 package facttest
 
 import (
