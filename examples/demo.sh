@@ -39,7 +39,7 @@ daemon_pid=""
 own_daemon=0
 src=demo-src
 run=demo-1
-resumed=$run-resumed
+resumed=$run-g2
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -138,8 +138,8 @@ quiet go run ./examples/importbusybox --address "$address" --namespace "$ns" --s
 note "docker.io/library/busybox:1 → $(ctr_ images list | awk '$1=="docker.io/library/busybox:1"{print $3}')"
 
 say "run a container that writes /data.txt and deletes /etc/sandbox-resume-marker"
-quiet ctr_ run --detach --null-io --snapshotter overlayfs docker.io/library/busybox:1 "$src" \
-	sh -c 'echo "hello from before the suspend" > /data.txt && rm /etc/sandbox-resume-marker && exec sleep 86400'
+quiet ctr_ run --detach --null-io --snapshotter overlayfs --env GREETING=hello docker.io/library/busybox:1 "$src" \
+	sh -c 'echo "hello from before the suspend" > /data.txt && rm -f /etc/sandbox-resume-marker && exec sleep 86400'
 for _ in $(seq 100); do
 	ctr_ tasks exec --exec-id probe "$src" test -f /data.txt </dev/null >/dev/null 2>&1 && break
 	sleep 0.1
@@ -159,7 +159,7 @@ quiet sr suspend --container "$src" --config "$tmp/devcontainer.json" --key "$tm
 note "ref: $tmp/ref.json"
 sed -n 's/^ *"\(manifest\|digest\|diffID\)": \("[^"]*"\).*/    \1: \2/p' "$tmp/ref.json" | head -n 3
 
-say "resume it: ten checks, claim, verify the diff, apply, create and start $resumed"
+say "resume it: eleven checks, claim, verify the layers, apply, create $resumed from the recorded spec and start it"
 sr resume --ref "$tmp/ref.json" --config "$tmp/devcontainer.json" --trust "$tmp/demo.pub" --start | sed 's/^/    /'
 
 say "a process inside the resumed container prints the file"

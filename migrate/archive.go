@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/opencontainers/go-digest"
@@ -39,11 +40,13 @@ var blobNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // whole tar stream before anything of it is stored or trusted. Allowed are
 // regular files named exactly "oci-layout", "index.json" or
 // "blobs/sha256/<64 lowercase hex>", and the directory entries "blobs/" and
-// "blobs/sha256/" that containerd's exporter writes. Refused, with an error
-// wrapping ErrArtifactRefused that names the entry: any other name (a path
-// traversal, an absolute or "./" name, another algorithm), any other type
+// "blobs/sha256/" that containerd's exporter writes — each also with a
+// leading "./", as `tar -C DIR -cf run.tar .` writes them, beside its "./"
+// entry. Refused, with an error wrapping ErrArtifactRefused that names the
+// entry: any other name (a path traversal, an absolute name, "././x",
+// another algorithm), any other type
 // (symbolic and hard links, devices, FIFOs, global PAX headers), a name seen
-// twice, a blob whose sha256 is not its name, an oci-layout that is not
+// twice (with or without "./"), a blob whose sha256 is not its name, an oci-layout that is not
 // {"imageLayoutVersion": "1.0.0"}, index.json or oci-layout missing or over
 // MaxArtifactMetadata bytes, and a tar that does not parse.
 func ScanArchive(r io.Reader) (*Archive, error) {
@@ -60,34 +63,39 @@ func ScanArchive(r io.Reader) (*Archive, error) {
 		if err != nil {
 			return nil, refused("archive: not a readable tar after %d entries: %v", len(seen), err)
 		}
-		name := hdr.Name
+		// One leading "./" is what tar writes for the members of ".";
+		// names are compared without it.
+		name := strings.TrimPrefix(hdr.Name, "./")
+		if hdr.Typeflag == tar.TypeDir && (hdr.Name == "./" || hdr.Name == ".") {
+			name = "./"
+		}
 		if seen[name] {
-			return nil, refused("archive entry %q appears twice", name)
+			return nil, refused("archive entry %q appears twice", hdr.Name)
 		}
 		seen[name] = true
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if name != "blobs/" && name != "blobs/sha256/" {
-				return nil, refused("archive entry %q: a directory other than blobs/ and blobs/sha256/", name)
+			if name != "./" && name != "blobs/" && name != "blobs/sha256/" {
+				return nil, refused("archive entry %q: a directory other than blobs/ and blobs/sha256/", hdr.Name)
 			}
 			continue
 		case tar.TypeReg:
 		case tar.TypeSymlink, tar.TypeLink:
-			return nil, refused("archive entry %q: a link (to %q); an OCI layout archive holds regular files only", name, hdr.Linkname)
+			return nil, refused("archive entry %q: a link (to %q); an OCI layout archive holds regular files only", hdr.Name, hdr.Linkname)
 		default:
-			return nil, refused("archive entry %q: type %q; an OCI layout archive holds regular files only", name, string(hdr.Typeflag))
+			return nil, refused("archive entry %q: type %q; an OCI layout archive holds regular files only", hdr.Name, string(hdr.Typeflag))
 		}
 		if hdr.Size < 0 {
-			return nil, refused("archive entry %q: negative size %d", name, hdr.Size)
+			return nil, refused("archive entry %q: negative size %d", hdr.Name, hdr.Size)
 		}
 		switch name {
 		case ocispec.ImageLayoutFile, ocispec.ImageIndexFile:
 			if hdr.Size > MaxArtifactMetadata {
-				return nil, refused("archive entry %q: %d bytes, more than %d", name, hdr.Size, MaxArtifactMetadata)
+				return nil, refused("archive entry %q: %d bytes, more than %d", hdr.Name, hdr.Size, MaxArtifactMetadata)
 			}
 			b, err := io.ReadAll(tr)
 			if err != nil {
-				return nil, refused("archive entry %q: %v", name, err)
+				return nil, refused("archive entry %q: %v", hdr.Name, err)
 			}
 			if name == ocispec.ImageLayoutFile {
 				layout = b
@@ -98,7 +106,7 @@ func ScanArchive(r io.Reader) (*Archive, error) {
 		}
 		m := blobNameRE().FindStringSubmatch(name)
 		if m == nil {
-			return nil, refused("archive entry %q: only oci-layout, index.json and blobs/sha256/<64 lowercase hex> are allowed", name)
+			return nil, refused("archive entry %q: only oci-layout, index.json and blobs/sha256/<64 lowercase hex> are allowed", hdr.Name)
 		}
 		want := digest.NewDigestFromEncoded(digest.SHA256, m[1])
 		h := digest.SHA256.Digester()
@@ -110,13 +118,13 @@ func ScanArchive(r io.Reader) (*Archive, error) {
 		}
 		n, err := io.Copy(w, tr)
 		if err != nil {
-			return nil, refused("archive entry %q: %v", name, err)
+			return nil, refused("archive entry %q: %v", hdr.Name, err)
 		}
 		if n != hdr.Size {
-			return nil, refused("archive entry %q: %d bytes read, header says %d", name, n, hdr.Size)
+			return nil, refused("archive entry %q: %d bytes read, header says %d", hdr.Name, n, hdr.Size)
 		}
 		if got := h.Digest(); got != want {
-			return nil, refused("archive entry %q: content has digest %s, not the %s its name says", name, got, want)
+			return nil, refused("archive entry %q: content has digest %s, not the %s its name says", hdr.Name, got, want)
 		}
 		a.Blobs[want] = n
 		if buf != nil {

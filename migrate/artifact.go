@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -24,8 +25,9 @@ const ArtifactType = "application/vnd.sandbox-resume.snapshot.v1"
 // Annotations of the artifact manifest (docs/design.md "Moving runs"),
 // beside ocispec.AnnotationCreated (the ref's "created").
 const (
-	AnnotationManifest = snapshot.LabelManifest // io.sandbox-resume.manifest: Ref.Manifest
-	AnnotationRun      = snapshot.LabelRun      // io.sandbox-resume.run: Ref.Run
+	AnnotationManifest   = snapshot.LabelManifest   // io.sandbox-resume.manifest: Ref.Manifest
+	AnnotationRun        = snapshot.LabelRun        // io.sandbox-resume.run: Ref.Run
+	AnnotationGeneration = snapshot.LabelGeneration // io.sandbox-resume.generation: Ref.Generation, decimal (a /2 ref's artifact)
 )
 
 // Limits of the import pre-scan, in bytes.
@@ -86,9 +88,10 @@ func payloadSize(r *snapshot.Ref) int64 {
 // config {snapshot.MediaTypeRef, sha256 of refFile, len(refFile)}; layers
 // Payload(r): every layer of the ref, then the spec blob; subject = base, the
 // descriptor of the base image's platform manifest (its digest must be
-// r.Base.ManifestDigest); annotations AnnotationManifest, AnnotationRun and
-// ocispec.AnnotationCreated (r.Created, so the same ref always gives the
-// same manifest bytes). It returns the manifest's JSON bytes and their
+// r.Base.ManifestDigest); annotations AnnotationManifest, AnnotationRun,
+// AnnotationGeneration (a /2 ref; a /1 ref's artifact is the previous
+// release's, without it) and ocispec.AnnotationCreated (r.Created, so the
+// same ref always gives the same manifest bytes). It returns the manifest's JSON bytes and their
 // descriptor (media type ocispec.MediaTypeImageManifest, artifactType set).
 func ArtifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor) ([]byte, ocispec.Descriptor, error) {
 	if base.Digest != r.Base.ManifestDigest {
@@ -110,6 +113,9 @@ func ArtifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor) 
 			AnnotationRun:             r.Run,
 			ocispec.AnnotationCreated: r.Created,
 		},
+	}
+	if !r.IsV1() {
+		m.Annotations[AnnotationGeneration] = strconv.FormatUint(r.Generation, 10)
 	}
 	b, err := json.Marshal(&m)
 	if err != nil {
@@ -187,8 +193,8 @@ func small(src BlobSource, desc ocispec.Descriptor, what string) ([]byte, error)
 // field of the ref is used before its signature verifies — and the manifest
 // must agree with the verified ref: its layers are Payload(ref) (media
 // types, digests and sizes, in order), the subject is
-// ref.base.manifestDigest, and the run and manifest annotations are the
-// ref's. Shape and agreement failures wrap ErrArtifactRefused; the ref's
+// ref.base.manifestDigest, and the run and manifest annotations — and the
+// generation annotation when present — are the ref's. Shape and agreement failures wrap ErrArtifactRefused; the ref's
 // own failures are snapshot.OpenRef's (*snapshot.OpenError).
 func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte, trust *envelope.KeyRing) (*Artifact, error) {
 	what := "artifact manifest " + desc.Digest.String()
@@ -245,6 +251,9 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 	if m.Annotations[AnnotationRun] != ref.Run || m.Annotations[AnnotationManifest] != ref.Manifest {
 		return nil, refused("%s: annotations %s=%q %s=%q disagree with the ref (run %q, manifest %s)", what,
 			AnnotationRun, m.Annotations[AnnotationRun], AnnotationManifest, m.Annotations[AnnotationManifest], ref.Run, ref.Manifest)
+	}
+	if g, ok := m.Annotations[AnnotationGeneration]; ok && g != strconv.FormatUint(ref.Generation, 10) {
+		return nil, refused("%s: annotation %s=%q disagrees with the ref's generation %d", what, AnnotationGeneration, g, ref.Generation)
 	}
 	return &Artifact{Ref: ref, RefFile: refFile, Manifest: desc, Body: body, Layers: m.Layers}, nil
 }

@@ -188,6 +188,26 @@ func TestScanAndCheckArchive(t *testing.T) {
 	}
 }
 
+// TestScanArchiveDotSlash: an archive repacked with `tar -C DIR -cf
+// run.tar .` names every entry with a leading "./" and adds "./": the
+// pre-scan accepts it and finds the same blobs and index.
+func TestScanArchiveDotSlash(t *testing.T) {
+	es, trust, desc := goodArchive(t)
+	dotted := []tarEntry{{name: "./", typ: tar.TypeDir}}
+	for _, e := range es {
+		e.name = "./" + e.name
+		dotted = append(dotted, e)
+	}
+	a, err := ScanArchive(bytes.NewReader(buildTar(t, dotted)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := CheckArchive(a, trust)
+	if err != nil || art.Manifest.Digest != desc.Digest || len(a.Blobs) != 3 {
+		t.Fatalf("dotted archive: %+v, %v", art, err)
+	}
+}
+
 func TestScanArchiveRefuses(t *testing.T) {
 	flip := func(es []tarEntry) []tarEntry {
 		d := append([]byte{}, es[2].data...)
@@ -200,7 +220,13 @@ func TestScanArchiveRefuses(t *testing.T) {
 		edit       func([]tarEntry) []tarEntry
 	}{
 		{"traversal", `"../x"`, func(es []tarEntry) []tarEntry { return append(es, tarEntry{name: "../x", typ: tar.TypeReg}) }},
-		{"dot slash", `"./index.json"`, func(es []tarEntry) []tarEntry { return append(es, tarEntry{name: "./index.json", typ: tar.TypeReg}) }},
+		{"dot slash duplicate", `"./index.json" appears twice`, func(es []tarEntry) []tarEntry { return append(es, tarEntry{name: "./index.json", typ: tar.TypeReg}) }},
+		{"two dot slashes", `"././index.json"`, func(es []tarEntry) []tarEntry {
+			es[3].name = "././index.json"
+			return es
+		}},
+		{"dot slash traversal", `"./../x"`, func(es []tarEntry) []tarEntry { return append(es, tarEntry{name: "./../x", typ: tar.TypeReg}) }},
+		{"dot slash other directory", `"./etc/"`, func(es []tarEntry) []tarEntry { return append(es, tarEntry{name: "./etc/", typ: tar.TypeDir}) }},
 		{"upper-case hex", "BLOBS", func(es []tarEntry) []tarEntry {
 			es[0].name = "blobs/sha256/" + strings.ToUpper(strings.TrimPrefix(es[0].name, "blobs/sha256/"))
 			return es

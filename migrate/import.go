@@ -26,6 +26,9 @@ type ImportResult struct {
 	Lease    string             `json:"lease"` // the run lease now holding the artifact
 	Base     []string           `json:"base"`  // digests of base blobs that came with the archive
 	Blobs    int                `json:"blobs"` // blobs held by the run lease
+	// BaseName is what the import did about the ref's base.name: created
+	// pointing at the recorded digest, or why not.
+	BaseName *BaseName `json:"baseName"`
 	// Ref and RefFile are the verified ref and its file's exact bytes.
 	Ref     *snapshot.Ref `json:"-"`
 	RefFile []byte        `json:"-"`
@@ -47,11 +50,18 @@ type ImportResult struct {
 //  4. every blob checked in the store (digest and size: containerd's
 //     importer stores a blob under the digest of its bytes whatever its
 //     name, and reports success with a corrupt layer — measured), the
-//     imported index.json equal to the scanned one, and the diff checked
+//     imported index.json equal to the scanned one, every layer checked
 //     with snapshot.VerifyDiff (digest, size, diffID, decompression
-//     bounded by uncompressedSize);
-//  5. the artifact, the diff and the base blobs that came with it added to
-//     the run lease snapshot.RunLease(run); the temporary lease deleted.
+//     bounded by uncompressedSize) and the spec blob with
+//     snapshot.ReadBlob (digest and size);
+//  5. the artifact, the layers, the spec and the base blobs that came with
+//     it added to the run lease snapshot.RunLease(run); the temporary
+//     lease deleted;
+//  6. the ref's base.name created pointing at the recorded index (or
+//     manifest) digest when no image of that name exists and the base is
+//     complete here (an archive made with --with-base, or a base already
+//     present); an existing name is never re-pointed (ImportResult.BaseName
+//     says which).
 //
 // Nothing is written outside the store, and on any failure the temporary
 // lease is deleted synchronously so what it held is collected. Errors:
@@ -133,6 +143,9 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 	if err := verifyLayers(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
+	if err := verifySpec(ctx, s, art.Ref); err != nil {
+		return nil, err
+	}
 	held := []digest.Digest{art.Manifest.Digest, digest.FromBytes(art.RefFile)}
 	for _, l := range art.Layers {
 		held = append(held, l.Digest)
@@ -143,13 +156,17 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 		return nil, err
 	}
 	faultpoint.Reach("import-hold")
+	name, err := nameBase(ctx, s, art.Ref)
+	if err != nil {
+		return nil, err
+	}
 	base := make([]string, len(art.Base))
 	for i, d := range art.Base {
 		base[i] = d.String()
 	}
 	return &ImportResult{
 		Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
-		Artifact: art.Manifest, Lease: lease, Base: base, Blobs: len(held),
+		Artifact: art.Manifest, Lease: lease, Base: base, Blobs: len(held), BaseName: name,
 		Ref: art.Ref, RefFile: art.RefFile,
 	}, nil
 }
@@ -201,6 +218,29 @@ func verifyLayers(ctx context.Context, s BlobReader, ref *snapshot.Ref) error {
 		if err := verifyDiff(ctx, s, l); err != nil {
 			return fmt.Errorf("layers/%d: %w", i, err)
 		}
+	}
+	return nil
+}
+
+// verifySpec reads the ref's spec blob (a /2 ref) with snapshot.ReadBlob:
+// another size or digest wraps snapshot.ErrBlobCorrupt and
+// ErrArtifactRefused (the artifact is refused); an absent blob wraps
+// errdefs.ErrNotFound.
+func verifySpec(ctx context.Context, s BlobReader, ref *snapshot.Ref) error {
+	d := ref.Spec
+	if d == nil {
+		return nil
+	}
+	blob, err := s.OpenBlob(ctx, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size})
+	if err != nil {
+		return fmt.Errorf("spec %s: %w", d.Digest, err)
+	}
+	defer blob.Close()
+	if _, err := snapshot.ReadBlob(blob, *d); err != nil {
+		if errors.Is(err, snapshot.ErrBlobCorrupt) {
+			return fmt.Errorf("spec: %w: %w", err, ErrArtifactRefused)
+		}
+		return fmt.Errorf("spec: %w", err)
 	}
 	return nil
 }

@@ -210,6 +210,9 @@ func TestPushPull(t *testing.T) {
 	if !dst.Holds(res.Lease, r.ref.Layers[0].Digest) || !dst.Holds(res.Lease, r.base.Digest) {
 		t.Errorf("run lease holds diff %t, base %t", dst.Holds(res.Lease, r.ref.Layers[0].Digest), dst.Holds(res.Lease, r.base.Digest))
 	}
+	if bn := res.BaseName; bn == nil || !bn.Created || dst.Images()[r.ref.Base.Name].Digest != r.base.Digest {
+		t.Errorf("BaseName %+v, images %v", bn, dst.Images())
+	}
 
 	// The registry now serves other bytes under the diff's digest: the
 	// transport's check stops them, nothing is held.
@@ -349,3 +352,182 @@ func TestLatestGenerationTag(t *testing.T) {
 		t.Errorf("GenerationTag: %s", g)
 	}
 }
+
+// newIndexedRun is newRun whose base name resolved through an image index
+// (stored, recorded as base.indexDigest; the ref re-signed): the index
+// lists the platform manifest and, with absent, a second manifest the
+// store does not hold (so export ships the platform manifest alone).
+func newIndexedRun(t *testing.T, absent bool) *run {
+	t.Helper()
+	r := newRun(t, nil)
+	ms := []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: r.base.Digest, Size: r.base.Size,
+		Platform: &ocispec.Platform{OS: "linux", Architecture: "amd64"}}}
+	if absent {
+		ms = append(ms, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("arm64 manifest"), Size: 3,
+			Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}})
+	}
+	ib, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: ms})
+	r.ref.Base.IndexDigest = r.store.Put(ib).Digest
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.file, err = snapshot.SignRef(r.ref, priv); err != nil {
+		t.Fatal(err)
+	}
+	r.trust = envelope.NewKeyRing(pub)
+	return r
+}
+
+// TestImportNamesBase: after an import the ref's base.name points at the
+// recorded index (or manifest) digest when no image had that name; an
+// existing name is never re-pointed; nothing is named without the base.
+func TestImportNamesBase(t *testing.T) {
+	ctx := context.Background()
+	t.Run("manifest", func(t *testing.T) {
+		r := newRun(t, nil)
+		dst := fake.New()
+		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, true)), r.trust)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bn := res.BaseName
+		if bn == nil || !bn.Created || bn.Name != r.ref.Base.Name || bn.Target != r.base.Digest || dst.Images()[r.ref.Base.Name].Digest != r.base.Digest {
+			t.Fatalf("BaseName %+v, images %v", bn, dst.Images())
+		}
+		if got := dst.Images()[r.ref.Base.Name].MediaType; got != ocispec.MediaTypeImageManifest {
+			t.Errorf("name's media type %q", got)
+		}
+		if len(dst.Children(r.base.Digest)) != 2 {
+			t.Errorf("manifest children %v, want its config and layer", dst.Children(r.base.Digest))
+		}
+	})
+	t.Run("index", func(t *testing.T) {
+		r := newIndexedRun(t, false)
+		dst := fake.New()
+		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, true)), r.trust)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bn := res.BaseName; !bn.Created || bn.Target != r.ref.Base.IndexDigest || dst.Images()[r.ref.Base.Name].Digest != r.ref.Base.IndexDigest {
+			t.Fatalf("BaseName %+v", bn)
+		}
+		if got := dst.Children(r.ref.Base.IndexDigest); len(got) != 1 || got[0] != r.base.Digest {
+			t.Errorf("index children %v, want the platform manifest", got)
+		}
+	})
+	t.Run("index incomplete", func(t *testing.T) {
+		r := newIndexedRun(t, true) // export ships the platform manifest alone
+		dst := fake.New()
+		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, true)), r.trust)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bn := res.BaseName; bn.Created || len(dst.Images()) != 0 || !strings.Contains(bn.Note, "recorded index") {
+			t.Fatalf("BaseName %+v, images %v", bn, dst.Images())
+		}
+	})
+	t.Run("existing name", func(t *testing.T) {
+		r := newRun(t, nil)
+		dst := fake.New()
+		other := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("other"), Size: 5}
+		if err := dst.CreateImage(ctx, r.ref.Base.Name, other); err != nil {
+			t.Fatal(err)
+		}
+		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, true)), r.trust)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bn := res.BaseName
+		if bn.Created || bn.Existing != other.Digest || !strings.Contains(bn.Note, "not re-pointed") || dst.Images()[r.ref.Base.Name].Digest != other.Digest {
+			t.Fatalf("BaseName %+v, images %v", bn, dst.Images())
+		}
+	})
+	t.Run("no base", func(t *testing.T) {
+		r := newRun(t, nil)
+		dst := fake.New()
+		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, false)), r.trust)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bn := res.BaseName; bn.Created || len(dst.Images()) != 0 || !strings.Contains(bn.Note, "not complete") {
+			t.Fatalf("BaseName %+v", bn)
+		}
+	})
+}
+
+// TestPullNamesBaseIndex: push sends the complete index beside the
+// platform manifest; pull fetches the index alone and names it.
+func TestPullNamesBaseIndex(t *testing.T) {
+	r := newIndexedRun(t, false)
+	reg := fake.NewRegistry(r.store)
+	target, err := migrate.ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Push(context.Background(), r.store, reg, r.file, target); err != nil {
+		t.Fatal(err)
+	}
+	dst := fake.New()
+	reg.Local = dst
+	res, err := migrate.Pull(context.Background(), dst, reg, target, r.trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bn := res.BaseName; !bn.Created || bn.Target != r.ref.Base.IndexDigest || dst.Images()[r.ref.Base.Name].Digest != r.ref.Base.IndexDigest {
+		t.Fatalf("BaseName %+v, images %v", bn, dst.Images())
+	}
+	if !dst.Holds(res.Lease, r.ref.Base.IndexDigest) {
+		t.Errorf("the run lease does not hold the index")
+	}
+}
+
+// TestArtifactSpecAndGeneration: a /2 ref's artifact carries its spec
+// blob and its generation annotation; import verifies the spec blob and
+// refuses an annotation that disagrees with the ref.
+func TestArtifactSpecAndGeneration(t *testing.T) {
+	spec := []byte(`{"ociVersion":"1.2.1","process":{"args":["/bin/sh"]}}`)
+	r := newRun(t, func(ref *snapshot.Ref) {
+		ref.Schema, ref.Generation = snapshot.RefSchemaV2, 1
+		ref.Spec = &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: digest.FromBytes(spec), Size: int64(len(spec))}
+		ref.Runtime = &snapshot.Runtime{Name: "io.containerd.runc.v2"}
+	})
+	r.store.Put(spec)
+	body, _, err := migrate.ArtifactManifest(r.file, r.ref, r.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Annotations[migrate.AnnotationGeneration] != "1" || len(m.Layers) != 2 || m.Layers[1].Digest != r.ref.Spec.Digest {
+		t.Fatalf("artifact manifest %s", body)
+	}
+	archive := r.exported(t, true)
+	res, err := migrate.Import(context.Background(), fake.New(), bytes.NewReader(archive), r.trust)
+	if err != nil || !bytes.Equal(res.RefFile, r.file) {
+		t.Fatalf("Import: %v", err)
+	}
+
+	m.Annotations[migrate.AnnotationGeneration] = "2"
+	bad, _ := json.Marshal(m)
+	src := blobSource{sizes: map[digest.Digest]int64{}, small: map[digest.Digest][]byte{}}
+	src.sizes[digest.FromBytes(r.file)], src.small[digest.FromBytes(r.file)] = int64(len(r.file)), r.file
+	for _, l := range m.Layers {
+		src.sizes[l.Digest] = l.Size
+	}
+	_, err = migrate.CheckArtifactManifest(src, ocispec.Descriptor{Digest: digest.FromBytes(bad), Size: int64(len(bad))}, bad, r.trust)
+	if !errors.Is(err, migrate.ErrArtifactRefused) || !strings.Contains(err.Error(), migrate.AnnotationGeneration) {
+		t.Errorf("a wrong generation annotation: %v", err)
+	}
+}
+
+// blobSource is a migrate.BlobSource over maps.
+type blobSource struct {
+	sizes map[digest.Digest]int64
+	small map[digest.Digest][]byte
+}
+
+func (b blobSource) Blob(d digest.Digest) ([]byte, bool) { v, ok := b.small[d]; return v, ok }
+func (b blobSource) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]; return v, ok }

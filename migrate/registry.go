@@ -155,6 +155,9 @@ type PullResult struct {
 	// BaseFrom is REG/REPO@<base.manifestDigest> when the base was missing
 	// and pulled from there, else empty.
 	BaseFrom string `json:"baseFrom,omitempty"`
+	// BaseName is what the pull did about the ref's base.name: created
+	// pointing at the recorded digest, or why not.
+	BaseName *BaseName `json:"baseName"`
 	// Ref and RefFile are the verified ref and its file's exact bytes.
 	Ref     *snapshot.Ref `json:"-"`
 	RefFile []byte        `json:"-"`
@@ -199,10 +202,14 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 // verifies its ref against trust with CheckArtifactManifest before using
 // any field of it, then stores the manifest, config and layer under a
 // temporary lease (the transport checks digest and size), checks the layer
-// with snapshot.VerifyDiff, and, when the base platform manifest or any of
-// its blobs is missing here, fetches it from REG/REPO@<base.manifestDigest>
-// — never by tag, never from the recorded image name. Everything is then
-// held by the run lease; no image record is created.
+// with snapshot.VerifyDiff and the spec blob with snapshot.ReadBlob, and,
+// when the base platform manifest or any of its blobs is missing here,
+// fetches it from REG/REPO@<base.manifestDigest> — never by tag, never
+// from the recorded image name — and then the recorded index
+// REG/REPO@<base.indexDigest> alone, when the registry has it. Everything
+// is then held by the run lease, and the ref's base.name is created
+// pointing at the recorded index (or manifest) digest when no image of
+// that name exists (never re-pointed; PullResult.BaseName says which).
 //
 // Errors: refusals wrap ErrArtifactRefused; the ref's own are
 // *snapshot.OpenError; a bare source without WithRun wraps
@@ -281,6 +288,9 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 	if err := verifyLayers(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
+	if err := verifySpec(ctx, s, art.Ref); err != nil {
+		return nil, err
+	}
 
 	res := &PullResult{
 		Source: src, Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
@@ -293,6 +303,9 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 	res.BaseFrom = from
 	held = append(held, baseDigests...)
 	if res.Lease, err = holdRun(ctx, s, art.Ref, held...); err != nil {
+		return nil, err
+	}
+	if res.BaseName, err = nameBase(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -340,6 +353,30 @@ func pullBase(ctx context.Context, s Store, reg Registry, lease string, source *
 	out := []digest.Digest{md, m.Config.Digest}
 	for _, l := range m.Layers {
 		out = append(out, l.Digest)
+	}
+	// The recorded index alone (push sends it when it had all its
+	// children), so that the base's name can point at it.
+	if id := ref.Base.IndexDigest; id != "" {
+		if _, err := s.BlobSize(ctx, id); errdefs.IsNotFound(err) {
+			ifrom := source.Repo + "@" + id.String()
+			desc, err := reg.Resolve(ctx, ifrom)
+			switch {
+			case errdefs.IsNotFound(err):
+				return out, from, nil // not pushed: the name is not created
+			case err != nil:
+				return nil, "", fmt.Errorf("resolve base index %s: %w", ifrom, err)
+			case desc.Digest != id || !isIndexType(desc.MediaType):
+				return nil, "", fmt.Errorf("base index %s resolved to a %q %s: %w", ifrom, desc.MediaType, desc.Digest, ErrArtifactRefused)
+			}
+			if err := reg.FetchToStore(ctx, ifrom, lease, desc, false, p); err != nil {
+				return nil, "", fmt.Errorf("fetch base index %s: %w", ifrom, err)
+			}
+		} else if err != nil {
+			return nil, "", fmt.Errorf("base index %s: %w", id, err)
+		}
+		if _, err := s.BlobSize(ctx, id); err == nil {
+			out = append(out, id)
+		}
 	}
 	return out, from, nil
 }

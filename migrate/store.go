@@ -86,12 +86,13 @@ type Archiver interface {
 	ImportArchive(ctx context.Context, lease string, r io.Reader) (digest.Digest, error)
 }
 
-// Store is the content store migration runs over.
+// Store is the content store migration runs over, with its image names.
 type Store interface {
 	BlobReader
 	BlobWriter
 	Leases
 	Archiver
+	Images
 }
 
 // Registry is the registry transport of Push and Pull. ref is a registry

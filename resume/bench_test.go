@@ -12,7 +12,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// BenchmarkDecideFake is the whole decision (ten checks, accepted) against
+// BenchmarkDecideFake is the whole decision (eleven checks, accepted) against
 // the in-memory fake: the library's own cost, without a daemon.
 func BenchmarkDecideFake(b *testing.B) {
 	fx := newFixture(b, baseConfig)

@@ -14,11 +14,14 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// RefGeneration returns the generation a verified ref records: 1 for a
-// `/1` ref (docs/design.md "SnapshotRef": `/1` refs resume as generation
-// 1).
+// RefGeneration returns the generation a verified ref records: its
+// "generation", and 1 for a `/1` ref (docs/design.md "SnapshotRef": `/1`
+// refs resume as generation 1).
 func RefGeneration(ref *snapshot.Ref) uint64 {
-	return 1
+	if ref.IsV1() || ref.Generation == 0 {
+		return 1
+	}
+	return ref.Generation
 }
 
 // RefDigest returns the digest of a ref file's bytes as given: the
@@ -39,6 +42,15 @@ type claimCheck struct {
 	fence  uint64           // the claim's fence (Resume, once claimed)
 	// takenOver is the live holder a take-over fenced out (Resume).
 	takenOver *ledger.Holder
+}
+
+// targetID returns the id of the container to create: the one Resume was
+// given, else DefaultContainerID(run, generation) of the verified ref.
+func (s *state) targetID() string {
+	if s.containerID == "" {
+		s.containerID = DefaultContainerID(s.ref.Run, RefGeneration(s.ref))
+	}
+	return s.containerID
 }
 
 // ledgerClass maps a ledger refusal to the verdict's class; ok is false
@@ -128,10 +140,7 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	}
 	cc := &claimCheck{run: s.ref.Run, gen: RefGeneration(s.ref), ref: RefDigest(s.req.RefFile)}
 	s.cc = cc
-	if s.containerID == "" {
-		s.containerID = DefaultContainerID(cc.run)
-	}
-	cc.target = ledger.Container{Host: s.hostID, Namespace: s.facts.Namespace(), ID: s.containerID}
+	cc.target = ledger.Container{Host: s.hostID, Namespace: s.facts.Namespace(), ID: s.targetID()}
 
 	rec, err := s.ledger.Get(ctx, cc.run)
 	switch {

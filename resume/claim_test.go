@@ -84,7 +84,7 @@ func wantDetail(t *testing.T, v *resume.Verdict, parts ...string) {
 // "Resume decision", check 11) under Decide and under Resume, over
 // resume/fake and ledger/fake; Decide never changes the record.
 func TestClaimCheckOutcomes(t *testing.T) {
-	id := resume.DefaultContainerID(testRun)
+	id := resume.DefaultContainerID(testRun, 1)
 	for _, tt := range []struct {
 		name   string
 		setup  func(t *testing.T, fx *fixture)
@@ -265,8 +265,8 @@ func TestResumeTwice(t *testing.T) {
 	wantVerdict(t, resumeWith(fx, m, resume.ResumeOptions{}), 0, "", "")
 	v := resumeWith(fx, m, resume.ResumeOptions{Container: "again"})
 	wantVerdict(t, v, 8, resume.ClassClaimConflict, resume.CheckClaim)
-	wantDetail(t, v, resume.DefaultContainerID(testRun))
-	if got := m.Containers(); !slices.Equal(got, []string{resume.DefaultContainerID(testRun)}) {
+	wantDetail(t, v, resume.DefaultContainerID(testRun, 1))
+	if got := m.Containers(); !slices.Equal(got, []string{resume.DefaultContainerID(testRun, 1)}) {
 		t.Errorf("containers %v", got)
 	}
 }

@@ -28,7 +28,11 @@ import (
 // trusted public keys (--trust). The host identity, and any --host-id
 // override, come from Facts.Host. TakeOver is --take-over: the claim takes a
 // live run from its holder, fencing it out (an operator's decision,
-// docs/design.md "The run ledger").
+// docs/design.md "The run ledger"). Spec holds the bytes of an offered OCI
+// runtime spec (--spec), nil when none is offered; SpecSource names it in
+// messages (a path). Check 10 compares it with the recorded spec and,
+// when it passes, the incarnation is created from it (docs/design.md
+// "Spec validation (check 10)").
 type Request struct {
 	RefFile    []byte
 	RefSource  string
@@ -37,6 +41,8 @@ type Request struct {
 	Lockfile   string
 	Trust      *envelope.KeyRing
 	TakeOver   bool
+	Spec       []byte
+	SpecSource string
 }
 
 // InputError is an input file of the decision that cannot be read (it
@@ -89,7 +95,19 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // the claim check reads the run's record from l (Get) and predicts the
 // Claim transition with ledger.Apply, judging a resuming holder of this
 // host through facts; it never writes to the ledger. It checks the
-// container id DefaultContainerID(run).
+// container id DefaultContainerID(run, generation).
+//
+// Check 9 finds every layer blob (Facts.BlobSize) and reads the spec blob
+// (Facts.ReadSpec: size and digest verified as it is read; another blob
+// is snapshot-missing). Check 10 ("spec") takes the recorded spec — for a
+// `/1` ref the spec Facts.BuildSpec builds as the previous release did —
+// and, without Request.Spec, requires that it decodes (a recorded spec
+// that does not is snapshot-missing; a built one that does not is
+// internal); with Request.Spec it runs CompareSpec(recorded, offered) with
+// the offered core's containerEnv and Facts.HostNamespace: an offered spec
+// that does not decode is bad-input, a recorded one snapshot-missing, and
+// a drift that SpecDriftRefused is spec-drift (exit 3); the verdict's
+// SpecDrift holds the comparison.
 //
 // Every check is reported: "pass", "fail", or "skipped" after the first
 // failure, which decides Class and ExitCode. Refusals holds check 5's
@@ -123,7 +141,7 @@ func Decide(ctx context.Context, facts Facts, l ledger.Ledger, req Request) *Ver
 	return s.run(ctx)
 }
 
-// run runs the ten checks in order and builds the verdict.
+// run runs the eleven checks in order and builds the verdict.
 func (s *state) run(ctx context.Context) *Verdict {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // abandons the lookups of checks skipped after a failure
@@ -161,6 +179,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 	if s.ref != nil {
 		v.Run, v.Generation = s.ref.Run, RefGeneration(s.ref)
 	}
+	v.SpecDrift = s.specDrift
 	if s.cc != nil {
 		v.Fence = s.cc.fence
 		if h := s.cc.takenOver; h != nil {
@@ -201,6 +220,12 @@ type state struct {
 	hostID string      // this host's id (check 7)
 	cc     *claimCheck // what the claim check established and did
 
+	spec       []byte      // the recorded spec's bytes, read by check 9 (nil for a /1 ref)
+	createSpec []byte      // the spec check 10 let the incarnation be created from
+	offerSpec  bool        // createSpec is the offered --spec
+	specEdits  []string    // what PatchSpec changed (notApplied)
+	specDrift  []SpecDrift // check 10's comparison; nil when none ran
+
 	// Set by Resume only: the claim check then runs Claim.
 	mat         Materializer
 	containerID string
@@ -217,7 +242,8 @@ type lookups struct {
 	resolve *future[snapshot.Base] // nil when core.image carries a digest
 	labels  *future[map[string]string]
 	missing *future[[]digest.Digest]
-	blobs   []*future[int64] // the sizes of refBlobs(ref), in that order
+	blobs   []*future[int64] // the sizes of layerBlobs(ref), in that order
+	spec    *future[[]byte]  // the recorded spec's bytes; nil for a /1 ref
 }
 
 // future is the result of one lookup running in its own goroutine.
@@ -249,8 +275,11 @@ func (s *state) startLookups(ctx context.Context) {
 		missing: lookup(func() ([]digest.Digest, error) { return s.facts.MissingContent(ctx, ref.Base.ManifestDigest) }),
 		labels:  lookup(func() (map[string]string, error) { return s.facts.ImageLabels(ctx, ref.Base.ConfigDigest) }),
 	}
-	for _, b := range refBlobs(ref) {
+	for _, b := range layerBlobs(ref) {
 		l.blobs = append(l.blobs, lookup(func() (int64, error) { return s.facts.BlobSize(ctx, b.digest) }))
+	}
+	if d := ref.Spec; d != nil {
+		l.spec = lookup(func() ([]byte, error) { return s.facts.ReadSpec(ctx, *d) })
 	}
 	if named, err := reference.ParseNormalizedNamed(ref.Core.Image); err == nil {
 		if _, digested := named.(reference.Digested); !digested {
@@ -260,7 +289,7 @@ func (s *state) startLookups(ctx context.Context) {
 	s.look = l
 }
 
-// steps are the ten checks in docs/design.md order. Each returns a detail on pass,
+// steps are the eleven checks in docs/design.md order. Each returns a detail on pass,
 // or an error: a *CheckError for a refusal, anything else is internal.
 var steps = []struct {
 	name string
@@ -275,6 +304,7 @@ var steps = []struct {
 	{CheckHost, (*state).host},
 	{CheckImage, (*state).image},
 	{CheckSnapshot, (*state).snapshot},
+	{CheckSpec, (*state).specCheck},
 	{CheckClaim, (*state).claim},
 }
 
@@ -536,17 +566,17 @@ func joinDigests(ds []digest.Digest) string {
 	return strings.Join(ss, ", ")
 }
 
-// refBlob is one blob a ref records: where it is named (a JSON Pointer
-// into the ref), its digest and its size in bytes.
+// refBlob is one layer blob a ref records: where it is named (a JSON
+// Pointer into the ref), its digest and its size in bytes.
 type refBlob struct {
 	pointer string
 	digest  digest.Digest
 	size    int64
 }
 
-// refBlobs lists the blobs check 9 looks for: every layer in order, then
-// the spec blob (a /1 ref has none).
-func refBlobs(ref *snapshot.Ref) []refBlob {
+// layerBlobs lists the layer blobs check 9 looks for, in order (a /1
+// ref's one layer is its "rootfsDiff"); the spec blob is read apart.
+func layerBlobs(ref *snapshot.Ref) []refBlob {
 	var out []refBlob
 	for i, l := range ref.Layers {
 		out = append(out, refBlob{fmt.Sprintf("/ref/layers/%d", i), l.Digest, l.Size})
@@ -554,17 +584,14 @@ func refBlobs(ref *snapshot.Ref) []refBlob {
 	if ref.IsV1() && len(out) == 1 {
 		out[0].pointer = "/ref/rootfsDiff"
 	}
-	if ref.Spec != nil {
-		out = append(out, refBlob{"/ref/spec", ref.Spec.Digest, ref.Spec.Size})
-	}
 	return out
 }
 
-// 9 snapshot: every blob of layers and the spec blob is present with its
-// digest and size.
+// 9 snapshot: every layer blob is present with its digest and size, and
+// the spec blob is read with its size and digest verified as it is read.
 func (s *state) snapshot(ctx context.Context) (string, error) {
 	var present []string
-	for i, b := range refBlobs(s.ref) {
+	for i, b := range layerBlobs(s.ref) {
 		size, err := s.look.blobs[i].get()
 		switch {
 		case errdefs.IsNotFound(err):
@@ -576,6 +603,17 @@ func (s *state) snapshot(ctx context.Context) (string, error) {
 				"%s: blob %s is %d bytes in the content store, the ref records %d", b.pointer, b.digest, size, b.size)
 		}
 		present = append(present, fmt.Sprintf("%s %s (%d bytes)", b.pointer, b.digest, size))
+	}
+	if d := s.ref.Spec; d != nil {
+		spec, err := s.look.spec.get()
+		switch {
+		case errdefs.IsNotFound(err), errors.Is(err, snapshot.ErrBlobCorrupt):
+			return "", refuse(CheckSnapshot, ClassSnapshotMissing, fmt.Errorf("/ref/spec: %w", err))
+		case err != nil:
+			return "", internal(CheckSnapshot, fmt.Errorf("/ref/spec: blob %s: %w", d.Digest, err))
+		}
+		s.spec = spec
+		present = append(present, fmt.Sprintf("/ref/spec %s (%d bytes, read and verified)", d.Digest, d.Size))
 	}
 	return strings.Join(present, ", ") + " present", nil
 }

@@ -47,6 +47,32 @@ type Facts interface {
 	// error wrapping errdefs.ErrNotFound.
 	BlobSize(ctx context.Context, dgst digest.Digest) (int64, error)
 
+	// ReadSpec returns the bytes of the recorded runtime spec blob d (a
+	// verified ref's "spec"), read from the content store once with
+	// snapshot.ReadBlob, which checks its size and digest as it reads:
+	// another size or digest wraps snapshot.ErrBlobCorrupt; an absent blob
+	// wraps errdefs.ErrNotFound (check 9).
+	ReadSpec(ctx context.Context, d snapshot.Descriptor) ([]byte, error)
+
+	// BuildSpec returns the OCI runtime spec (JSON) that a `/1` ref's
+	// incarnation would be created with, as the previous release created
+	// it (docs/design.md "Spec validation (check 10)": an offered spec is
+	// compared with it): the host's default spec for container id in this
+	// namespace, the process, user, working directory and environment of
+	// the image config base.ConfigDigest (read through
+	// base.ManifestDigest), users and groups looked up in the file system
+	// of the base layers plus layers, then env ("KEY=VALUE" entries
+	// replacing those of the image by key). Missing content wraps
+	// errdefs.ErrNotFound.
+	BuildSpec(ctx context.Context, id string, base snapshot.Base, layers []snapshot.Layer, env []string) ([]byte, error)
+
+	// HostNamespace reports whether path may name the namespace of type
+	// nsType (an OCI type: "pid", "network", …) of this host's pid 1
+	// (SpecOptions.HostNamespace, check 10); it answers true when it
+	// cannot tell. runtime/containerd answers with HostPID1Namespace; a
+	// fake may answer as a test needs.
+	HostNamespace(nsType, path string) bool
+
 	// PlatformMatches reports whether the host platform matches platform
 	// ("os/arch[/variant]") under platforms.OnlyStrict.
 	PlatformMatches(platform string) bool

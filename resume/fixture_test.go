@@ -147,6 +147,16 @@ func newFixture(t testing.TB, config string) *fixture {
 	return fx
 }
 
+// v1 turns fx.ref into a `/1` ref: one layer, no spec, no runtime.
+func (fx *fixture) v1() {
+	fx.ref.Schema, fx.ref.Spec, fx.ref.Runtime = snapshot.RefSchemaV1, nil, nil
+}
+
+// setSpec stores spec as the recorded spec blob and records it in fx.ref.
+func (fx *fixture) setSpec(spec string) {
+	fx.ref.Spec = &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: fx.facts.PutBlob([]byte(spec)), Size: int64(len(spec))}
+}
+
 func (fx *fixture) configPath() string { return filepath.Join(fx.dir, "devcontainer.json") }
 
 // signed returns the ref file of fx.ref signed with fx.key.

@@ -30,11 +30,17 @@ import (
 // snapshot.LabelFence (the token the ledger's Claim issued), all decimal
 // or as the digest's string; Base is the verified ref's base image (its
 // ManifestDigest names the layers applied, DiffIDs their uncompressed
-// digests, ConfigDigest the image config the spec starts from); Layers are
-// the verified ref's layers, applied on top in order (oldest first; a
-// generation-1 ref has one); Env holds "KEY=VALUE" entries added
-// to the image config's environment (the containerEnv entries whose values
-// hold no "${"), sorted by key.
+// digests); Layers are the verified ref's layers, applied on top in order
+// (oldest first). Spec is the OCI runtime spec's JSON bytes the container
+// is created with, exactly (Resume made them with PatchSpec from the
+// recorded or the offered spec); nil for a `/1` ref resumed without an
+// offered spec, whose spec the Materializer builds as the previous release
+// did: the host's default spec, the base image config on the prepared
+// snapshot (users and groups looked up there), then Env, "KEY=VALUE"
+// entries (the containerEnv entries whose values hold no "${", sorted by
+// key) replacing the image's by key. Runtime is the runtime name and
+// options it runs under: the recorded ones (DefaultRuntime with no options
+// for a `/1` ref).
 type ContainerSpec struct {
 	ID         string
 	Run        string
@@ -44,8 +50,15 @@ type ContainerSpec struct {
 	Fence      uint64
 	Base       snapshot.Base
 	Layers     []snapshot.Layer
+	Spec       []byte
 	Env        []string
+	Runtime    snapshot.Runtime
 }
+
+// DefaultRuntime is the runtime of an incarnation whose ref records none
+// (a `/1` ref): runc through containerd's runtime v2 shim, as the
+// previous release ran every resumed container.
+const DefaultRuntime = "io.containerd.runc.v2"
 
 // Labels returns the incarnation's labels: run, manifest, generation, ref
 // and fence (docs/design.md "Materialize").
@@ -84,9 +97,11 @@ type Materializer interface {
 	// CreateContainer applies the base layers and spec.Layers (containerd:
 	// rootfs.ApplyLayers under a short-lived lease), prepares the snapshot
 	// spec.ID on the host's default snapshotter and creates the container
-	// spec.ID (spec from the base image config plus spec.Env; runtime
-	// io.containerd.runc.v2; labels spec.Labels()). On error no container
-	// spec.ID was created by this call. An existing container id is
+	// spec.ID with exactly the runtime spec bytes spec.Spec (or, when nil,
+	// the spec built from the base image config and spec.Env), the runtime
+	// spec.Runtime (its options Any with the recorded type URL and bytes)
+	// and the labels spec.Labels(). On error no container spec.ID was
+	// created by this call. An existing container id is
 	// errdefs.ErrAlreadyExists; a failed diffID check while applying wraps
 	// snapshot.ErrDiffCorrupt; missing base content errdefs.ErrNotFound.
 	CreateContainer(ctx context.Context, spec ContainerSpec) error
@@ -97,7 +112,8 @@ type Materializer interface {
 	DeleteContainer(ctx context.Context, id string) error
 
 	// StartTask creates and starts the container's task detached (its
-	// output discarded) and returns the task's pid. A container that does
+	// output discarded) and returns the task's pid: the process of the
+	// container's spec (its args, cwd, env and user). A container that does
 	// not exist is errdefs.ErrNotFound.
 	StartTask(ctx context.Context, id string) (uint32, error)
 }
@@ -105,15 +121,18 @@ type Materializer interface {
 // ResumeOptions are the options of `resume` without --check.
 //
 // Container is the id of the container to create (--container; default
-// DefaultContainerID(run)); Start starts its task (--start).
+// DefaultContainerID(run, generation)); Start starts its task (--start).
 type ResumeOptions struct {
 	Container string
 	Start     bool
 }
 
-// DefaultContainerID is the id of a resumed container when --container is
-// not given: "<run>-resumed" (docs/design.md "Materialize").
-func DefaultContainerID(run string) string { return run + "-resumed" }
+// DefaultContainerID is the id of the incarnation that resumes generation
+// of run when --container is not given: "<run>-g<generation+1>", the
+// generation its next suspend will write (docs/design.md "Materialize").
+func DefaultContainerID(run string, generation uint64) string {
+	return run + "-g" + strconv.FormatUint(generation+1, 10)
+}
 
 // containerIDRE is containerd's identifier grammar (pkg/identifiers).
 // It is compiled on first use, not at process start.
@@ -147,9 +166,10 @@ func ContainerEnv(core *envmanifest.Core) (env, notApplied []string) {
 	return env, notApplied
 }
 
-// NotApplied lists, as JSON Pointers into the recorded core, what a v1
-// resume does not apply to the container (docs/design.md "Materialize"): every
-// mount, remoteUser, and containerEnv values holding "${…}". Nil when
+// NotApplied lists, as JSON Pointers into the recorded core, what the
+// incarnation of a `/1` ref does not get from its core (docs/design.md
+// "Materialize"): every mount, remoteUser, and containerEnv values holding
+// "${…}" (a `/2` ref's spec carries what the container had). Nil when
 // everything applies.
 func NotApplied(core *envmanifest.Core) []string {
 	_, out := ContainerEnv(core)
@@ -170,10 +190,15 @@ func NotApplied(core *envmanifest.Core) []string {
 // holder the claim replaced (a gone resumer's, or with Request.TakeOver a
 // live holder's, when it is on this host and namespace), and stores the
 // ref file's bytes under the run lease (m.StoreRef). Then it materializes:
-// the diff is verified (m.CheckDiff: a mismatch or an absent blob is
-// snapshot-missing, 7), the container is created with the labels run,
-// manifest, generation, ref and fence (m.CreateContainer), and the claim
-// goes Live with it. With opt.Start its task is started (m.StartTask; Pid
+// every layer is verified (m.CheckDiff: a mismatch or an absent blob is
+// snapshot-missing, 7), the container is created (m.CreateContainer) from
+// the spec check 10 let through — the offered --spec, else the recorded
+// spec (for a `/1` ref, the built one) — edited by PatchSpec (root.path,
+// linux.cgroupsPath for the new id in the recorded format,
+// process.terminal false, and for the recorded spec its namespace paths
+// removed), under the recorded runtime and options (DefaultRuntime for a
+// `/1` ref), with the labels run, manifest, generation, ref and fence, and
+// the claim goes Live with it. With opt.Start its task is started (m.StartTask; Pid
 // in the verdict; a task that fails to start is exit 1 and the incarnation
 // stays live).
 //
@@ -188,7 +213,9 @@ func NotApplied(core *envmanifest.Core) []string {
 //
 // The verdict carries Run, Generation, Fence (the claim's token) and, for a
 // take-over, TakenOver; its Materialize member reports materialization;
-// Container and NotApplied are set once the container exists and stands.
+// Container and NotApplied are set once the container exists and stands
+// (NotApplied: the spec edits PatchSpec reports, then for a `/1` ref
+// NotApplied of its core).
 //
 // Fault points (internal/faultpoint, test-only: in a binary built with
 // -tags faultpoint and SANDBOX_RESUME_TEST_PAUSE_AT=<step> the process
@@ -217,8 +244,14 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 		ID: cc.target.ID, Run: cc.run, Manifest: s.ref.Manifest,
 		Generation: cc.gen, Ref: cc.ref, Fence: cc.fence,
 		Base: s.ref.Base, Layers: s.ref.Layers,
+		Spec: s.createSpec, Runtime: snapshot.Runtime{Name: DefaultRuntime},
 	}
-	spec.Env, _ = ContainerEnv(&s.ref.Core)
+	if rt := s.ref.Runtime; rt != nil {
+		spec.Runtime = *rt
+	}
+	if spec.Spec == nil {
+		spec.Env, _ = ContainerEnv(&s.ref.Core)
+	}
 	fail := func(class Class, err error) *Verdict {
 		v.Accepted, v.Class, v.ExitCode = false, class, class.Code()
 		v.Materialize = &CheckResult{Name: CheckMaterialize, Result: ResultFail, Detail: err.Error()}
@@ -249,7 +282,7 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	faultpoint.Reach("resume-live")
 	detail += fmt.Sprintf("; live with fence %d", cc.fence)
 	v.Container = spec.ID
-	v.NotApplied = NotApplied(&s.ref.Core)
+	v.NotApplied = s.notApplied()
 
 	if opt.Start {
 		pid, serr := m.StartTask(ctx, spec.ID)
@@ -262,6 +295,16 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	}
 	v.Materialize = &CheckResult{Name: CheckMaterialize, Result: ResultPass, Detail: detail}
 	return v
+}
+
+// notApplied is the verdict's notApplied: the spec edits, then what a
+// `/1` ref's core declares that its incarnation does not get.
+func (s *state) notApplied() []string {
+	out := append([]string(nil), s.specEdits...)
+	if s.ref.IsV1() {
+		out = append(out, NotApplied(&s.ref.Core)...)
+	}
+	return out
 }
 
 // live takes the claim Live with the created container (docs/design.md
@@ -321,8 +364,16 @@ func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detai
 	case err != nil:
 		return "", ClassInternal, fmt.Errorf("create container %s: %w", spec.ID, err)
 	}
-	return fmt.Sprintf("%s verified (%d bytes, %d bytes uncompressed); base %s + %s applied; container %s created",
-		layersWord(spec.Layers), size, uncompressed, spec.Base.ManifestDigest, layersWord(spec.Layers), spec.ID), "", nil
+	from := "its runtime spec (" + digest.FromBytes(spec.Spec).String() + ")"
+	if spec.Spec == nil {
+		from = "the image config and containerEnv"
+	}
+	rt := spec.Runtime.Name
+	if o := spec.Runtime.Options; o != nil {
+		rt += " with options " + o.TypeURL
+	}
+	return fmt.Sprintf("%s verified (%d bytes, %d bytes uncompressed); base %s + %s applied; container %s created from %s under %s",
+		layersWord(spec.Layers), size, uncompressed, spec.Base.ManifestDigest, layersWord(spec.Layers), spec.ID, from, rt), "", nil
 }
 
 // layersWord names a ref's layers in a detail: the one layer's digest, or

@@ -40,12 +40,17 @@ func (fx *fixture) record() *ledger.Record {
 	return &r
 }
 
+// TestResumeMaterializes resumes a `/1` ref: its incarnation is created
+// as the previous release created it (the image config plus the
+// containerEnv entries without ${…}, under runc) and notApplied names what
+// its core declares that it does not get.
 func TestResumeMaterializes(t *testing.T) {
 	config := strings.Replace(baseConfig, `"A": "1"`, `"A": "1", "HOMEISH": "${localEnv:HOME}"`, 1)
 	fx, m := materializable(t, config)
+	fx.v1()
 	v := resumeWith(fx, m, resume.ResumeOptions{Start: true})
 	wantVerdict(t, v, 0, "", "")
-	id := resume.DefaultContainerID(testRun)
+	id := resume.DefaultContainerID(testRun, 1)
 	if v.Container != id || v.Pid == 0 || v.Materialize == nil || v.Materialize.Result != resume.ResultPass {
 		t.Fatalf("container %q pid %d materialize %+v", v.Container, v.Pid, v.Materialize)
 	}
@@ -61,6 +66,12 @@ func TestResumeMaterializes(t *testing.T) {
 	}
 	if !slices.Contains(c.Env, "A=1") || !slices.Contains(c.Env, "LANG=C.UTF-8") || slices.ContainsFunc(c.Env, func(e string) bool { return strings.HasPrefix(e, "HOMEISH=") }) {
 		t.Errorf("env %v: want A and LANG, not HOMEISH", c.Env)
+	}
+	if c.Spec.Runtime.Name != resume.DefaultRuntime || c.Spec.Runtime.Options != nil {
+		t.Errorf("runtime %+v, want %s without options", c.Spec.Runtime, resume.DefaultRuntime)
+	}
+	if !strings.Contains(string(c.Spec.Spec), `"cgroupsPath":"/`+fake.DefaultNamespace+`/`+id+`"`) {
+		t.Errorf("spec %s: cgroupsPath is not the new container's", c.Spec.Spec)
 	}
 	refFile := fx.signed()
 	want := map[string]string{

@@ -20,14 +20,15 @@ const (
 	CheckManifest      = "manifest"       // 6: offered address = ref.manifest
 	CheckHost          = "host"           // 7: same host (host.id and host.idSource), or pinned
 	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests, the devcontainer.metadata label passes
-	CheckSnapshot      = "snapshot"       // 9: the rootfsDiff blob is present with its digest and size
-	CheckClaim         = "claim"          // 11 in docs/design.md: the container id is free and the ledger lets this generation be claimed
+	CheckSnapshot      = "snapshot"       // 9: every layer blob and the spec blob present with its digest and size (the spec read and its digest verified)
+	CheckSpec          = "spec"           // 10: the offered --spec decodes and does not widen the recorded spec (without --spec: the recorded spec decodes)
+	CheckClaim         = "claim"          // 11: the container id is free and the ledger lets this generation be claimed
 )
 
-// CheckNames lists the ten check names in the order they run.
+// CheckNames lists the eleven check names in the order they run.
 var CheckNames = []string{
 	CheckRefParse, CheckSignature, CheckRefSchema, CheckRefIntegrity,
-	CheckOfferedIngest, CheckManifest, CheckHost, CheckImage, CheckSnapshot, CheckClaim,
+	CheckOfferedIngest, CheckManifest, CheckHost, CheckImage, CheckSnapshot, CheckSpec, CheckClaim,
 }
 
 // Class names why a resume was refused: the verdict's "class"
@@ -39,7 +40,7 @@ type Class = exitcode.Class
 // Verdict classes (internal/exitcode holds the one table of classes and
 // exit codes).
 const (
-	ClassBadInput          = exitcode.ClassBadInput          // checks 1, 3, 5: exit 2
+	ClassBadInput          = exitcode.ClassBadInput          // checks 1, 3, 5, 10: exit 2
 	ClassUntrusted         = exitcode.ClassUntrusted         // check 2: exit 6
 	ClassTampered          = exitcode.ClassTampered          // check 4: exit 6
 	ClassManifestMismatch  = exitcode.ClassManifestMismatch  // check 6: exit 3
@@ -47,7 +48,8 @@ const (
 	ClassImageUnresolved   = exitcode.ClassImageUnresolved   // check 8: exit 5
 	ClassImageDrifted      = exitcode.ClassImageDrifted      // check 8: exit 5
 	ClassImageMetadata     = exitcode.ClassImageMetadata     // check 8: exit 2
-	ClassSnapshotMissing   = exitcode.ClassSnapshotMissing   // check 9: exit 7
+	ClassSnapshotMissing   = exitcode.ClassSnapshotMissing   // check 9, a recorded spec that does not decode (check 10), materialize: exit 7
+	ClassSpecDrift         = exitcode.ClassSpecDrift         // check 10: the offered spec widens the recorded one, exit 3
 	ClassForked            = exitcode.ClassForked            // claim: another ref recorded for this generation, exit 6
 	ClassClaimConflict     = exitcode.ClassClaimConflict     // claim: held, in flight, the container id exists; a lost claim: exit 8
 	ClassSuperseded        = exitcode.ClassSuperseded        // claim: a newer generation, or the run discarded: exit 9
@@ -74,16 +76,27 @@ type CheckResult struct {
 }
 
 // Verdict is the outcome of the resume decision (docs/design.md "Resume decision":
-// the verdict JSON). Checks always holds all ten checks in order. Class is
+// the verdict JSON). Checks always holds all eleven checks in order. Class is
 // empty when Accepted (and encodes as null); ExitCode is Class.Code(),
 // or 0 when accepted. Refusals are the ingestion refusals of check 5, or
 // the devcontainer.metadata label refusals of check 8 (pointers under
 // /config/Labels/devcontainer.metadata), sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
-// [] when empty. Container, NotApplied, Pid and Materialize are filled by
-// Resume (materialization, docs/design.md "Materialize") only
-// and are omitted otherwise: "container"?, "notApplied"? (JSON Pointers into
-// the recorded core), "pid"? (with --start), "materialize"? (a CheckResult).
+// [] when empty. SpecDrift is check 10's comparison of an offered spec
+// with the recorded (or, for a `/1` ref, the built) one, CompareSpec's
+// result: "specDrift"?, present exactly when a spec was offered and both
+// decoded ([] when nothing differs), every entry widening the recorded
+// spec plus the allowed bind-mount sources ("allowed": true).
+// Container, NotApplied, Pid and Materialize are filled by Resume
+// (materialization, docs/design.md "Materialize") only and are omitted
+// otherwise: "container"?, "notApplied"?, "pid"? (with --start),
+// "materialize"? (a CheckResult). NotApplied holds JSON Pointers of what
+// the incarnation does not carry as recorded: the edits made to its spec
+// ("/process/terminal" when it was true, "/linux/namespaces/<i>/path" for
+// each recorded namespace path removed) and, for a `/1` ref, pointers into
+// the recorded core (its mounts, remoteUser and containerEnv values
+// holding "${"); the two never collide (a core has no "process" or
+// "linux" member).
 //
 // Run and Generation are set once the ref is verified (check 4 passed):
 // "run"?, "generation"?. Fence is the token the ledger issued to the claim
@@ -93,12 +106,14 @@ type CheckResult struct {
 // claim check's detail says it was an operator's decision
 // (docs/design.md "Resume decision").
 type Verdict struct {
-	Accepted   bool
-	Class      Class
-	ExitCode   int
-	Checks     []CheckResult
-	Refusals   []envmanifest.Refusal
-	Drift      []DriftEntry
+	Accepted bool
+	Class    Class
+	ExitCode int
+	Checks   []CheckResult
+	Refusals []envmanifest.Refusal
+	Drift    []DriftEntry
+	// SpecDrift is check 10's comparison (nil when no spec was compared).
+	SpecDrift  []SpecDrift
 	Container  string
 	NotApplied []string
 	// Pid is the started task's process id (resume --start), 0 otherwise.
@@ -136,6 +151,7 @@ type verdictJSON struct {
 	Checks      []CheckResult         `json:"checks"`
 	Refusals    []envmanifest.Refusal `json:"refusals"`
 	Drift       []DriftEntry          `json:"drift"`
+	SpecDrift   *[]SpecDrift          `json:"specDrift,omitempty"`
 	Container   string                `json:"container,omitempty"`
 	NotApplied  []string              `json:"notApplied,omitempty"`
 	Pid         uint32                `json:"pid,omitempty"`
@@ -148,7 +164,7 @@ type verdictJSON struct {
 
 // MarshalJSON encodes the verdict as docs/design.md's object:
 // {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
-// "container"?, "notApplied"?, "pid"?, "materialize"?, "run"?,
+// "specDrift"?, "container"?, "notApplied"?, "pid"?, "materialize"?, "run"?,
 // "generation"?, "fence"?, "takenOver"?}.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	w := verdictJSON{
@@ -179,6 +195,10 @@ func (v *Verdict) MarshalJSON() ([]byte, error) {
 	if w.Drift == nil {
 		w.Drift = []DriftEntry{}
 	}
+	if v.SpecDrift != nil {
+		sd := v.SpecDrift
+		w.SpecDrift = &sd
+	}
 	return json.Marshal(w)
 }
 
@@ -206,6 +226,12 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 	}
 	if w.Class != nil {
 		v.Class = *w.Class
+	}
+	if w.SpecDrift != nil {
+		v.SpecDrift = *w.SpecDrift
+		if v.SpecDrift == nil {
+			v.SpecDrift = []SpecDrift{}
+		}
 	}
 	return nil
 }

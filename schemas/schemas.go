@@ -352,9 +352,16 @@ func verdictSchema() map[string]any {
 		}
 	}}
 	r.fields["Verdict.refusals"] = set(map[string]any{"description": "the ingestion refusals of check offered-ingest, or the devcontainer.metadata label refusals of check image (pointers under /config/Labels/devcontainer.metadata), sorted by pointer"})
+	r.fields["Verdict.specDrift"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"description": "check spec's comparison of the offered runtime spec (--spec) with the recorded one (a /1 ref: the one built from the image config), present exactly when a spec was offered and both decoded: every member that widens the recorded spec, and the bind mount sources that differ (allowed: true); [] when nothing differs"})
+	}}
+	r.descrip["SpecDrift"] = "one member of the offered runtime spec that differs from the recorded one: pointer into the recorded spec when the member is there, else into the offered one; an absent side is omitted; allowed for a difference the rules allow (a bind mount's source)"
+	r.fields["SpecDrift.allowed"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"const": true, "description": "present (true) for an allowed difference: a bind mount's source"})
+	}}
 	r.fields["Verdict.container"] = fieldOverlay{optional: true}
 	r.fields["Verdict.notApplied"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
-		return with(b, map[string]any{"description": "JSON Pointers into the recorded core of what resume does not apply in v1: mounts, remoteUser, containerEnv values holding ${…}"})
+		return with(b, map[string]any{"description": "JSON Pointers of what the incarnation does not carry as recorded: the edits to its runtime spec (/process/terminal when it was true, /linux/namespaces/<i>/path for each recorded namespace path removed) and, for a /1 ref, pointers into the recorded core (mounts, remoteUser, containerEnv values holding ${…})"})
 	}}
 	r.fields["Verdict.pid"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
 		return with(b, map[string]any{"description": "the started task's pid (resume --start)"})

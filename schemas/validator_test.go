@@ -1008,6 +1008,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		noDiff    bool
 		noImage   bool
 		otherHost bool
+		spec      string // the offered --spec, "" for none
 		label     string // the image's devcontainer.metadata label, when not ""
 		// record puts the run's ledger record in place; ref is the
 		// digest of the ref file decided.
@@ -1053,7 +1054,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.otherHost {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
-		spec := []byte(`{"ociVersion":"1.2.0"}`)
+		spec := []byte(`{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/a","options":["rbind"]}]}`)
 		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
 			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
@@ -1086,8 +1087,11 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.record != nil {
 			s.record(l, digest.FromBytes(refFile))
 		}
-		v := resume.Decide(context.Background(), facts, l, resume.Request{
-			RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr})
+		req := resume.Request{RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr}
+		if s.spec != "" {
+			req.Spec, req.SpecSource = []byte(s.spec), "spec.json"
+		}
+		v := resume.Decide(context.Background(), facts, l, req)
 		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -1104,7 +1108,11 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		"cross-host":        run(setup{otherHost: true}),
 		"image-unresolved":  run(setup{noImage: true}),
 		"snapshot-missing":  run(setup{noDiff: true}),
-		"image-metadata":    run(setup{label: `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`}),
+		"spec-allowed":      run(setup{spec: `{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/b","options":["rbind"]}]}`}),
+		"spec-drift": run(setup{spec: `{"ociVersion":"1.2.0","process":{"capabilities":{"bounding":["CAP_SYS_ADMIN"]}},` +
+			`"mounts":[{"destination":"/work","type":"bind","source":"/b","options":["rbind"]}]}`}),
+		"spec-bad-input": run(setup{spec: `{"ociVersion": 1}`}),
+		"image-metadata": run(setup{label: `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`}),
 		"superseded": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
 			l.Discard(context.Background(), "demo-1", false)
 		}}),

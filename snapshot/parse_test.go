@@ -296,3 +296,40 @@ func TestRefVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyRuntimeOptionsRoundTrip: runc's default options are an Any with
+// a type URL and an empty message (what a plain `ctr run` container holds).
+// The writer records the value as "" — never null, which check 3 refuses —
+// and the ref opens again with the same type URL and an empty value.
+func TestEmptyRuntimeOptionsRoundTrip(t *testing.T) {
+	file := readTestdata(t, filepath.Join("ref2", "g1.ref.json"))
+	r, err := OpenRef(file, testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, value := range [][]byte{nil, {}} {
+		r.Runtime = &Runtime{Name: "io.containerd.runc.v2", Options: &RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: value}}
+		canonical, err := r.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"runtime":{"name":"io.containerd.runc.v2","options":{"typeUrl":"containerd.runc.v1.Options","value":""}}`; !bytes.Contains(canonical, []byte(want)) {
+			t.Fatalf("value %#v: canonical ref lacks %s:\n%s", value, want, canonical)
+		}
+		priv, err := envelope.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err := SignRef(r, priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := OpenRef(signed, testKey(t))
+		if err != nil {
+			t.Fatalf("value %#v: the written ref does not open: %v", value, err)
+		}
+		if o := back.Runtime.Options; o == nil || o.TypeURL != "containerd.runc.v1.Options" || len(o.Value) != 0 {
+			t.Errorf("value %#v: read back options %+v", value, o)
+		}
+	}
+}

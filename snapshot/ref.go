@@ -1,6 +1,9 @@
 package snapshot
 
 import (
+	"encoding/base64"
+	"encoding/json"
+
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
@@ -185,9 +188,21 @@ type Runtime struct {
 }
 
 // RuntimeOptions are a runtime's options as a protobuf Any: the type URL
-// and the serialized message, exactly as containerd holds them (its JSON
-// form writes Value in standard base64 with padding).
+// and the serialized message, exactly as containerd holds them. Its JSON
+// form (MarshalJSON) writes Value in standard base64 with padding, and an
+// empty message — what containerd holds for runc's default
+// containerd.runc.v1.Options — as "" (never null), so the incarnation is
+// created with exactly the recorded type URL and bytes.
 type RuntimeOptions struct {
 	TypeURL string `json:"typeUrl"`
 	Value   []byte `json:"value"`
+}
+
+// MarshalJSON writes {"typeUrl": TypeURL, "value": base64(Value)}; a nil
+// or empty Value is "" (docs/design.md "SnapshotRef": value is a string).
+func (o RuntimeOptions) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		TypeURL string `json:"typeUrl"`
+		Value   string `json:"value"`
+	}{o.TypeURL, base64.StdEncoding.EncodeToString(o.Value)})
 }

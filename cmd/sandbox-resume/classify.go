@@ -36,6 +36,7 @@ var sentinelClasses = []struct {
 	{migrate.ErrArtifactRefused, exitcode.ClassBadInput},
 	{migrate.ErrSnapshotMissing, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
+	{snapshot.ErrBlobCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrInvalidRun, exitcode.ClassUsage},
 	// A config (or other input) file that does not exist is refused input.
 	{fs.ErrNotExist, exitcode.ClassBadInput},

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	mfake "github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	sfake "github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 )
 
 // The golden transcripts: every command over the fakes (world_test.go),
@@ -206,11 +207,37 @@ func TestResumeGolden(t *testing.T) {
 		}},
 		goldenCase{args: args("--check", "--start"), setup: setup},
 		goldenCase{args: []string{"resume", "--check", "--config", testConfFile}, setup: setup},
+		// Offered specs: another hostname and the declared LANG (accepted,
+		// nothing listed); without LANG, and with one more capability
+		// (spec-drift, nothing created).
+		goldenCase{args: args("--check", "--spec", "offered.json"), setup: func(w *world) {
+			setup(w)
+			w.write("offered.json", strings.NewReplacer(`"hostname":"box-1"`, `"hostname":"box-2"`,
+				`"env":["PATH=/usr/bin:/bin"]`, `"env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"]`).Replace(string(sfake.DefaultSpec("box-1"))))
+		}},
+		goldenCase{args: args("--spec", "widened.json"), setup: func(w *world) {
+			setup(w)
+			w.write("widened.json", strings.Replace(string(sfake.DefaultSpec("box-1")), `"cwd":"/"`, `"cwd":"/","capabilities":{"bounding":["CAP_SYS_ADMIN"]}`, 1))
+		}, check: func(t *testing.T, w *world, code int) {
+			if code != 3 || len(w.rt.Containers()) != 0 {
+				t.Errorf("widened spec: exit %d, containers %v", code, w.rt.Containers())
+			}
+		}},
+		goldenCase{args: args("--check", "--spec", "absent.json"), setup: setup},
+	)
+}
+
+func TestInspectGolden(t *testing.T) {
+	r := newSuspendedRun(t)
+	golden(t, "inspect",
+		goldenCase{args: []string{"inspect", testRefFile}, setup: func(w *world) { files(w, r) }},
+		goldenCase{args: []string{"inspect", "--trust", testPubFile, testRefFile}, setup: func(w *world) { files(w, r) }},
+		goldenCase{args: []string{"inspect", testConfFile}, setup: func(w *world) { files(w, r) }},
 	)
 }
 
 // resumeContainer is the container resume creates for testRunID.
-const resumeContainer = testRunID + "-resumed"
+const resumeContainer = testRunID + "-g2"
 
 func TestRunsGolden(t *testing.T) {
 	r := newSuspendedRun(t)

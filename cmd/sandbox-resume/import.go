@@ -23,7 +23,12 @@ regular files, the blobs/ directory entries, no links, no duplicates, every
 blob's sha256 equal to its name), verifies the ref against the trusted keys
 before using it, imports the blobs under the run lease, checks each blob's
 digest and size and the diff's diffID (decompression bounded by the recorded
-uncompressedSize), and writes the ref file to --out. A refused archive is
+uncompressedSize) and the spec blob's digest, and writes the ref file to
+--out. When the base image is complete here (an archive made with
+export --with-base), the ref's base name is created pointing at the
+recorded index (or manifest) digest if no image has that name; an existing
+name is never re-pointed (the output says which). Entries may carry a
+leading ./ (an archive repacked with tar -C DIR .). A refused archive is
 exit 2 and leaves nothing stored; an untrusted or tampered ref is 6.
 Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -54,6 +59,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 				}
 				fmt.Fprintf(w, "imported run %s (%s, %s): artifact %s, %d blobs held by lease %s\n",
 					res.Run, res.Manifest, pinned, res.Artifact.Digest, res.Blobs, res.Lease)
+				printBaseName(w, res.BaseName)
 				if out != "" {
 					fmt.Fprintf(w, "wrote %s\n", out)
 				}
@@ -67,4 +73,11 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 	_ = cmd.MarkFlagRequired("trust")
 	addDaemonFlags(cmd, a)
 	return cmd
+}
+
+// printBaseName says what a move did about the base image's name.
+func printBaseName(w io.Writer, bn *migrate.BaseName) {
+	if bn != nil {
+		fmt.Fprintf(w, "base name %s: %s\n", bn.Name, bn.Note)
+	}
 }

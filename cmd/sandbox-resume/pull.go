@@ -27,7 +27,11 @@ func newPullCmd(a *app) *cobra.Command {
 among the repository's tags), verifies its ref against the trusted keys
 before using it, stores the artifact and its diff (diffID checked) under the
 run lease, and, when the base image is not here, fetches it from
-REG/REPO@<base.manifestDigest> (never by tag). Writes the ref file to --out.
+REG/REPO@<base.manifestDigest> (never by tag), then the recorded index alone
+when the registry has it, and creates the ref's base name pointing at the
+recorded index (or manifest) digest if no image has that name; an existing
+name is never re-pointed (the output says which). Writes the ref file to
+--out.
 Credentials and TLS as for push; a blob whose fetch fails transiently is
 fetched again whole (--debug logs each retry). A pull that fails leaves
 nothing stored and no --out file. --plain-http is accepted only for a
@@ -77,7 +81,9 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 				if res.BaseFrom != "" {
 					fmt.Fprintf(w, "; base pulled from %s", res.BaseFrom)
 				}
-				fmt.Fprintf(w, "\nwrote %s\n", out)
+				fmt.Fprintln(w)
+				printBaseName(w, res.BaseName)
+				fmt.Fprintf(w, "wrote %s\n", out)
 				return nil
 			}}, nil
 		}),

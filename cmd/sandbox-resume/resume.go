@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -15,12 +16,13 @@ import (
 // resumeOptions are the flags of `resume` (docs/design.md "Resume
 // decision").
 type resumeOptions struct {
-	ref, config, trust, lockfile, container string
-	check, start, takeOver                  bool
+	ref, config, trust, lockfile, container, spec string
+	check, start, takeOver                        bool
 }
 
 // newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
-// [--check] [--container ID] [--start] [--take-over] [--lockfile F]`
+// [--check] [--container ID] [--start] [--spec FILE] [--take-over]
+// [--lockfile F]`
 // (docs/design.md "Resume decision"): it runs the checks against the daemon
 // at --address in --namespace (host identity overridden by --host-id) and
 // the run ledger (--ledger), and prints the verdict; the exit code is the
@@ -30,29 +32,41 @@ type resumeOptions struct {
 func newResumeCmd(a *app) *cobra.Command {
 	var o resumeOptions
 	cmd := &cobra.Command{
-		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--take-over] [--lockfile F]",
+		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--lockfile F]",
 		Short: "Decide whether a suspended run may resume into the offered environment, and resume it",
 		Long: `Runs the resume checks (ref-parse, signature, ref-schema, ref-integrity,
-offered-ingest, manifest, host, image, snapshot, claim) and prints each result,
-the drift between the recorded and the offered manifest core, and the verdict.
-The exit code is the verdict's: 0 accepted, 2 bad input or a refused
-devcontainer.metadata image label (image-metadata), 3 manifest mismatch,
-4 unpinned cross-host, 5 image, 6 untrusted, tampered or forked, 7 snapshot,
-8 claim conflict, 9 superseded; 1 when the daemon or the ledger fails.
+offered-ingest, manifest, host, image, snapshot, spec, claim) and prints each
+result, the drift between the recorded and the offered manifest core, the
+spec drift, and the verdict. The exit code is the verdict's: 0 accepted,
+2 bad input or a refused devcontainer.metadata image label (image-metadata),
+3 manifest mismatch or spec drift, 4 unpinned cross-host, 5 image,
+6 untrusted, tampered or forked, 7 snapshot, 8 claim conflict, 9 superseded;
+1 when the daemon or the ledger fails.
+--spec offers the OCI runtime spec the incarnation should run with: it must
+decode (else 2) and must not widen the recorded spec (capabilities, user,
+seccomp, namespaces, devices, mounts but a bind mount's source, ... else 3
+with the differences in specDrift; bind mount sources that differ are listed
+as allowed). Without --spec the recorded spec is used.
 The claim check asks the run ledger (--ledger): a newer generation or a
 discarded run is 9, this generation recorded with another ref is 6, a run held
 (live, or being resumed), a claim lease of the previous release, or an existing
 container id is 8. --check decides and writes nothing. Without --check the
 ledger's Claim transition runs, the ref file's bytes are stored under the run
-lease, the rootfs diff is verified (digest, size, diffID; a mismatch is 7), the
-base layers and the diff are applied, the container --container (default
-<run>-resumed) is created with the labels run, manifest, generation, ref and
-fence, and the run goes live with it; a failure before the container exists
-releases the claim, and a claim lost meanwhile deletes the container (8).
---take-over takes a live run from a lost holder (an operator's decision: the
-verdict names the fenced-out holder in takenOver). --start starts the task
-detached and reports its pid. Mounts, remoteUser and containerEnv values
-holding ${…} are not applied (listed in notApplied).`,
+lease, every layer is verified (digest, size, diffID; a mismatch is 7), the
+base layers and the generation's layers are applied, the container --container
+(default <run>-g<generation+1>) is created from the recorded spec (or the
+--spec one) with root.path and linux.cgroupsPath set for it, process.terminal
+false and the recorded namespace paths removed (both listed in notApplied),
+under the recorded runtime and its options, with the labels run, manifest,
+generation, ref and fence, and the run goes live with it; a failure before
+the container exists releases the claim, and a claim lost meanwhile deletes
+the container (8). --take-over takes a live run from a lost holder (an
+operator's decision: the verdict names the fenced-out holder in takenOver).
+--start starts the task detached — the recorded process, args, cwd, env and
+user — and reports its pid. A ref of the previous release (/1) records no
+spec: its container is made from the image config plus the containerEnv
+entries, and its mounts, remoteUser and containerEnv values holding ${…} are
+listed in notApplied.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("resume: unexpected argument %q (the ref and config are given with --ref and --config)", args[0])
@@ -68,6 +82,12 @@ holding ${…} are not applied (listed in notApplied).`,
 				return nil, err
 			}
 			req.TakeOver = o.takeOver
+			if o.spec != "" {
+				if req.Spec, err = os.ReadFile(o.spec); err != nil {
+					return nil, &resume.InputError{Path: o.spec, Err: err}
+				}
+				req.SpecSource = o.spec
+			}
 			rt, err := s.runtime()
 			if err != nil {
 				return nil, err
@@ -96,7 +116,8 @@ holding ${…} are not applied (listed in notApplied).`,
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
 	f.BoolVar(&o.check, "check", false, "decide only: run the checks, write nothing (no claim, no container)")
 	f.BoolVar(&o.takeOver, "take-over", false, "take a live run from its holder (a lost host or container), fencing it out: an operator's decision")
-	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-resumed); not used by --check")
+	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-g<generation+1>); not used by --check")
+	f.StringVar(&o.spec, "spec", "", "the OCI runtime spec (config.json) to run the incarnation with, checked against the recorded one")
 	f.BoolVar(&o.start, "start", false, "start the resumed container's task; needs a resume without --check")
 	for _, name := range []string{"ref", "config", "trust"} {
 		_ = cmd.MarkFlagRequired(name)
@@ -150,6 +171,27 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 			fmt.Fprintf(w, ": recorded %s, offered %s\n", rec, off)
 		}
 	}
+	if len(v.SpecDrift) > 0 {
+		fmt.Fprintf(w, "\nspec drift (%d):\n", len(v.SpecDrift))
+		for _, d := range v.SpecDrift {
+			fmt.Fprintf(w, "  %s", d.Pointer)
+			if d.OfferedPointer != "" {
+				fmt.Fprintf(w, " (offered at %s)", d.OfferedPointer)
+			}
+			rec, off := "absent", "absent"
+			if d.Recorded != nil {
+				rec = string(d.Recorded)
+			}
+			if d.Offered != nil {
+				off = string(d.Offered)
+			}
+			fmt.Fprintf(w, ": recorded %s, offered %s", rec, off)
+			if d.Allowed {
+				fmt.Fprint(w, " (allowed)")
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	if v.Run != "" {
 		fmt.Fprintf(w, "\nrun: %s generation %d", v.Run, v.Generation)
 		if v.Fence != 0 {
@@ -167,7 +209,7 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 		fmt.Fprintf(w, "pid: %d\n", v.Pid)
 	}
 	if len(v.NotApplied) > 0 {
-		fmt.Fprintf(w, "not applied (v1): %s\n", strings.Join(v.NotApplied, ", "))
+		fmt.Fprintf(w, "not applied: %s\n", strings.Join(v.NotApplied, ", "))
 	}
 	if v.Accepted {
 		if v.Materialize != nil {

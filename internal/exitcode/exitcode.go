@@ -59,8 +59,8 @@ const (
 	// outside a verdict, with its refusals; an existing key file (2).
 	ClassRefused Class = "refused"
 	// ClassBadInput: any other input that cannot be used: a missing file
-	// or container, a ref or archive that does not decode; verdict checks
-	// 1, 3 and 5 (2).
+	// or container, a ref, spec or archive that does not decode; verdict
+	// checks 1, 3, 5 and 10 (2).
 	ClassBadInput Class = "bad-input"
 	// ClassImageMetadata: the image's devcontainer.metadata label is
 	// refused (docs/design.md "Image metadata"): at suspend, verdict check

@@ -37,6 +37,7 @@ type Store struct {
 	leases   map[string]map[digest.Digest]bool
 	labels   map[string]map[string]string
 	children map[digest.Digest][]digest.Digest
+	images   map[string]ocispec.Descriptor
 	temp     int
 }
 
@@ -45,7 +46,38 @@ var _ migrate.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	return &Store{blobs: map[digest.Digest][]byte{}, leases: map[string]map[digest.Digest]bool{},
-		labels: map[string]map[string]string{}, children: map[digest.Digest][]digest.Digest{}}
+		labels: map[string]map[string]string{}, children: map[digest.Digest][]digest.Digest{},
+		images: map[string]ocispec.Descriptor{}}
+}
+
+// ImageTarget returns the target of image name, or errdefs.ErrNotFound.
+func (m *Store) ImageTarget(_ context.Context, name string) (ocispec.Descriptor, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.images[name]
+	if !ok {
+		return ocispec.Descriptor{}, fmt.Errorf("image %s: %w", name, errdefs.ErrNotFound)
+	}
+	return d, nil
+}
+
+// CreateImage names target; an existing name is errdefs.ErrAlreadyExists
+// and keeps its target.
+func (m *Store) CreateImage(_ context.Context, name string, target ocispec.Descriptor) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.images[name]; ok {
+		return fmt.Errorf("image %s: %w", name, errdefs.ErrAlreadyExists)
+	}
+	m.images[name] = target
+	return nil
+}
+
+// Images returns a copy of the image names and their targets.
+func (m *Store) Images() map[string]ocispec.Descriptor {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.images)
 }
 
 // Put stores b outside any lease and returns its descriptor (digest and

@@ -1,13 +1,17 @@
-// Package facttest is the conformance suite for resume.Facts (DESIGN
-// "Layout": one suite runs against runtime/containerd and the in-memory fake).
+// Package facttest is the conformance suite for resume.Facts
+// (docs/design.md "Seams, fakes and conformance suites": one suite runs
+// against runtime/containerd and the in-memory fake).
 // RunFactsSuite drives an implementation through a Fixture that stores blobs
 // and names images behind its back, then checks resolution, presence, blob
-// sizes, image config labels, host facts and platform matching against the
-// digests the test images were built with (internal/testimage).
+// sizes, spec blob reads (size and digest verified), the spec a `/1` ref
+// is built with, image config labels, host facts and platform matching
+// against the digests the test images were built with
+// (internal/testimage).
 package facttest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -262,6 +266,71 @@ func RunFactsSuite(t *testing.T, newFacts New) {
 		wantErr(t, "MissingContent(an index)", err, errdefs.ErrInvalidArgument)
 		_, err = f.MissingContent(ctx(t), "sha256:nothex")
 		wantErr(t, "MissingContent(invalid digest)", err, errdefs.ErrInvalidArgument)
+	})
+
+	t.Run("ReadSpec", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "read-spec")
+		var cfg []byte
+		for _, b := range im.Blobs {
+			if b.Desc.Digest == im.Config.Digest {
+				cfg = b.Data
+			}
+		}
+		d := snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: im.Config.Digest, Size: im.Config.Size}
+		got, err := f.ReadSpec(ctx(t), d)
+		if err != nil || string(got) != string(cfg) {
+			t.Fatalf("ReadSpec(%s) = %q, %v; want the blob's bytes", d.Digest, got, err)
+		}
+		wrong := d
+		wrong.Size++
+		_, err = f.ReadSpec(ctx(t), wrong)
+		wantErr(t, "ReadSpec(another size)", err, snapshot.ErrBlobCorrupt)
+		absent := snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: digest.FromString("absent spec"), Size: 3}
+		_, err = f.ReadSpec(ctx(t), absent)
+		wantErr(t, "ReadSpec(absent)", err, errdefs.ErrNotFound)
+		if err != nil && !containsDigest(err, absent.Digest) {
+			t.Errorf("error %q does not name the digest %s", err, absent.Digest)
+		}
+	})
+
+	t.Run("BuildSpec", func(t *testing.T) {
+		f, fx := newFacts(t)
+		im := build(t, fx, "build-spec")
+		fx.Name(t, "example.test/sr/build:1", im.Index)
+		base := want("example.test/sr/build:1", im, true)
+		b, err := f.BuildSpec(ctx(t), "built-1", base, nil, []string{"GREETING=hello", "PATH=/usr/bin:/bin"})
+		if err != nil {
+			t.Fatalf("BuildSpec: %v", err)
+		}
+		// A spec check 10 accepts, equal to itself.
+		if drift, err := resume.CompareSpec(b, b, resume.SpecOptions{ContainerEnv: map[string]string{"GREETING": "hello"}}); err != nil || len(drift) != 0 {
+			t.Fatalf("CompareSpec(built, built) = %v, %v:\n%s", drift, err, b)
+		}
+		var s struct {
+			Process struct {
+				Args []string `json:"args"`
+				Env  []string `json:"env"`
+				Cwd  string   `json:"cwd"`
+			} `json:"process"`
+			Root  struct{ Path string } `json:"root"`
+			Linux struct {
+				CgroupsPath string `json:"cgroupsPath"`
+			} `json:"linux"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(s.Process.Args, []string{"/bin/sh"}) || s.Process.Cwd != "/" ||
+			!slices.Equal(s.Process.Env, []string{"PATH=/usr/bin:/bin", "GREETING=hello"}) {
+			t.Errorf("built process %+v: want the image's /bin/sh in /, its PATH replaced and GREETING added", s.Process)
+		}
+		if s.Root.Path != resume.BundleRootfs || s.Linux.CgroupsPath != "/"+f.Namespace()+"/built-1" {
+			t.Errorf("built root.path %q cgroupsPath %q", s.Root.Path, s.Linux.CgroupsPath)
+		}
+		fx.Delete(t, im.Config.Digest)
+		_, err = f.BuildSpec(ctx(t), "built-2", base, nil, nil)
+		wantErr(t, "BuildSpec(config deleted)", err, errdefs.ErrNotFound)
 	})
 
 	t.Run("ImageLabels", func(t *testing.T) {

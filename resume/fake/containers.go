@@ -24,6 +24,8 @@ type hostState struct {
 	legacy     map[string]resume.LegacyClaim
 	alive      func(ledger.Holder) bool
 	refs       map[string]map[string][]byte // run → ref digest → bytes
+	// hostNamespace is SetHostNamespace's rule; nil: the default.
+	hostNamespace func(nsType, path string) bool
 }
 
 func newHostState() *hostState {

@@ -3,6 +3,7 @@ package fake
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sort"
@@ -18,11 +19,12 @@ import (
 )
 
 // Container is a container of the fake host: for one the fake
-// Materializer created, its spec, the chain id of its snapshot's parent
-// (identity.ChainID of the base diffIDs plus the diff's), its environment
-// (image config Env, then spec.Env overriding by key); and for every
-// container its labels, its task pid once started (0 before) and whether
-// that task stopped.
+// Materializer created, what it was created with (Spec: the runtime spec
+// bytes, the runtime and its options, the layers), the chain id of its
+// snapshot's parent (identity.ChainID of the base diffIDs plus the
+// layers'), the process environment of its runtime spec
+// (process.env); and for every container its labels, its task pid once
+// started (0 before) and whether that task stopped.
 type Container struct {
 	Spec    resume.ContainerSpec
 	ChainID digest.Digest
@@ -80,10 +82,14 @@ func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 }
 
 // CreateContainer records the container after checking what the daemon
-// would need: the base manifest, config and layers
-// and every layer blob of spec.Layers are stored (errdefs.ErrNotFound), the manifest's layer
-// count equals the recorded diffIDs. It does not extract layers, so a
-// wrong diffID is only caught by CheckDiff.
+// would need: the base manifest, config and layers and every layer blob of
+// spec.Layers are stored (errdefs.ErrNotFound), the manifest's layer count
+// equals the recorded diffIDs, spec.Spec is a JSON object whose
+// process.env, if any, is an array of strings and spec.Runtime has a name
+// (errdefs.ErrInvalidArgument). A nil spec.Spec is built with
+// Facts.BuildSpec from spec.Env and recorded in the Container's
+// Spec.Spec. It does not extract layers, so a wrong diffID is only caught
+// by CheckDiff.
 func (m *Materializer) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -102,14 +108,34 @@ func (m *Materializer) CreateContainer(ctx context.Context, spec resume.Containe
 		}
 		chain = append(chain, l.DiffID)
 	}
-	mf, cfg, err := m.facts.manifestAndConfig(spec.Base.ManifestDigest)
+	mf, _, err := m.facts.manifestAndConfig(spec.Base.ManifestDigest)
 	if err != nil {
 		return err
 	}
 	if len(mf.Layers) != len(spec.Base.DiffIDs) {
 		return fmt.Errorf("base manifest %s has %d layers, the ref records %d diffIDs: %w", spec.Base.ManifestDigest, len(mf.Layers), len(spec.Base.DiffIDs), errdefs.ErrInvalidArgument)
 	}
-	c := &Container{Spec: spec, ChainID: identity.ChainID(chain), Env: mergeEnv(cfg.Config.Env, spec.Env), Labels: spec.Labels()}
+	if spec.Spec == nil {
+		if spec.Spec, err = m.facts.BuildSpec(ctx, spec.ID, spec.Base, spec.Layers, spec.Env); err != nil {
+			return err
+		}
+	}
+	var rs struct {
+		Process *struct {
+			Env []string `json:"env"`
+		} `json:"process"`
+	}
+	if err := json.Unmarshal(spec.Spec, &rs); err != nil {
+		return fmt.Errorf("container %s: runtime spec: %w: %w", spec.ID, errdefs.ErrInvalidArgument, err)
+	}
+	if spec.Runtime.Name == "" {
+		return fmt.Errorf("container %s: no runtime name: %w", spec.ID, errdefs.ErrInvalidArgument)
+	}
+	spec.Spec = bytes.Clone(spec.Spec)
+	c := &Container{Spec: spec, ChainID: identity.ChainID(chain), Labels: spec.Labels()}
+	if rs.Process != nil {
+		c.Env = rs.Process.Env
+	}
 	st := m.facts.state
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -54,6 +54,8 @@ func TestMaterializerConformance(t *testing.T) {
 			PutBlob: func(t testing.TB, run string, data []byte) { f.PutBlob(data) },
 			Env:     func(t testing.TB, id string) []string { return get(t, id).Env },
 			Labels:  func(t testing.TB, id string) map[string]string { return get(t, id).Labels },
+			Spec:    func(t testing.TB, id string) []byte { return get(t, id).Spec.Spec },
+			Runtime: func(t testing.TB, id string) snapshot.Runtime { return get(t, id).Spec.Runtime },
 			ID:      func(name string) string { return name },
 		}
 	})

@@ -2,15 +2,18 @@
 // (docs/design.md "Materialize"): one suite runs against runtime/containerd
 // and resume/fake. It checks diff verification (digest, size, diffID,
 // bounded decompression), container creation (the incarnation's labels,
-// env, an existing id), what resume.Facts then reports about the container
-// (labels, a running task), task start, deletion (a running task
-// included; an absent container is no error) and storing ref bytes.
+// its runtime spec kept byte for byte, its runtime and options, the env
+// of a spec Facts.BuildSpec built, an existing id), what resume.Facts
+// then reports about the container (labels, a running task), task start,
+// deletion (a running task included; an absent container is no error)
+// and storing ref bytes.
 package materializertest
 
 import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -38,6 +41,10 @@ type Fixture struct {
 	PutBlob func(t testing.TB, run string, data []byte)
 	// Env returns the process environment of container id's spec.
 	Env func(t testing.TB, id string) []string
+	// Spec returns the runtime spec bytes container id holds.
+	Spec func(t testing.TB, id string) []byte
+	// Runtime returns container id's runtime name and options.
+	Runtime func(t testing.TB, id string) snapshot.Runtime
 	// Labels returns container id's labels.
 	Labels func(t testing.TB, id string) map[string]string
 	// ID turns a short name into a container id for this fixture (unique
@@ -131,14 +138,82 @@ func Run(t *testing.T, newFixture New) {
 		}
 	})
 
+	t.Run("RecordedSpecAndRuntime", func(t *testing.T) {
+		f := newFixture(t)
+		blob, d := Diff(t, map[string]string{"data.txt": "hello\n"})
+		f.PutBlob(t, "run-s", blob)
+		id := f.ID("recorded")
+		// A spec as a runtime recorded it, with a member no Go struct
+		// knows and numbers beyond 2^53: the container holds these bytes.
+		raw := []byte(`{"ociVersion":"1.2.1","x-sandbox-resume-test":{"kept":true},` +
+			`"process":{"terminal":false,"user":{"uid":1000,"gid":1000},"args":["/bin/sh","-c","exec sleep 86400"],` +
+			`"env":["PATH=/bin","RECORDED=1"],"cwd":"/tmp","rlimits":[{"type":"RLIMIT_NOFILE","hard":18446744073709551615,"soft":1024}]},` +
+			`"root":{"path":"rootfs"},"linux":{"cgroupsPath":"/ns/` + id + `","namespaces":[{"type":"pid"},{"type":"mount"}]}}`)
+		// runc's options with NoNewKeyring (field 2) set.
+		rt := snapshot.Runtime{Name: resume.DefaultRuntime, Options: &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: []byte{0x10, 0x01}}}
+		spec := resume.ContainerSpec{ID: id, Run: "run-s", Manifest: "blake3:" + digest.FromString("m").Encoded(),
+			Generation: 2, Ref: digest.FromString("ref"), Fence: 3, Base: f.Base, Layers: []snapshot.Layer{d}, Spec: raw, Runtime: rt}
+		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+			t.Fatalf("CreateContainer: %v", err)
+		}
+		t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id) })
+		if got := f.Spec(t, id); !bytes.Equal(got, raw) {
+			t.Errorf("the container holds the spec\n%s\nnot the bytes it was created with\n%s", got, raw)
+		}
+		got := f.Runtime(t, id)
+		if got.Name != rt.Name || got.Options == nil || got.Options.TypeURL != rt.Options.TypeURL || !bytes.Equal(got.Options.Value, rt.Options.Value) {
+			t.Errorf("runtime %+v (options %+v), want %+v (options %+v)", got, got.Options, rt, rt.Options)
+		}
+		// The empty options message of a plain runc container comes back
+		// as an empty message of the same type.
+		id2 := f.ID("recorded-empty")
+		spec.ID, spec.Runtime.Options = id2, &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: []byte{}}
+		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+			t.Fatalf("CreateContainer(empty options): %v", err)
+		}
+		t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id2) })
+		if got := f.Runtime(t, id2); got.Options == nil || got.Options.TypeURL != "containerd.runc.v1.Options" || len(got.Options.Value) != 0 {
+			t.Errorf("runtime with empty options: %+v (options %+v)", got, got.Options)
+		}
+	})
+
 	t.Run("CreateContainer", func(t *testing.T) {
 		f := newFixture(t)
 		blob, d := Diff(t, map[string]string{"data.txt": "hello\n"})
 		f.PutBlob(t, "run-c", blob)
 		id := f.ID("made")
+		// A /1 ref's incarnation first: no spec, built from the image
+		// config and Env.
 		spec := resume.ContainerSpec{ID: id, Run: "run-c", Manifest: "blake3:" + digest.FromString("m").Encoded(),
 			Generation: 1, Ref: digest.FromString("ref"), Fence: 7,
-			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}}
+			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime}}
+		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
+		}
+		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+			t.Fatalf("CreateContainer(image config): %v", err)
+		}
+		if env := f.Env(t, id); !slices.Contains(env, "GREETING=hello") || !slices.Contains(env, "PATH=/bin") {
+			t.Errorf("env %v, want the image's PATH=/bin and GREETING=hello", env)
+		}
+		if err := f.M.DeleteContainer(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+		// Then from spec bytes whose process keeps running (the image's
+		// /bin/sh exits at once without a stdin): Facts.BuildSpec's spec
+		// with other args.
+		built, err := f.Facts.BuildSpec(ctx(t), id, f.Base, spec.Layers, spec.Env)
+		if err != nil {
+			t.Fatalf("Facts.BuildSpec: %v", err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(built, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["process"].(map[string]any)["args"] = []string{"/bin/sh", "-c", "exec sleep 86400"}
+		if spec.Spec, err = json.Marshal(doc); err != nil {
+			t.Fatal(err)
+		}
 		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
 			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
 		}

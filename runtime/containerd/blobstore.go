@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/images/archive"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/opencontainers/go-digest"
@@ -119,4 +120,24 @@ func (r *Runtime) ImportArchive(ctx context.Context, lease string, rd io.Reader)
 		return "", native(err)
 	}
 	return idx.Digest, nil
+}
+
+// ImageTarget implements migrate.Images: the target of the image record
+// name in this namespace; errdefs.ErrNotFound when there is none.
+func (r *Runtime) ImageTarget(ctx context.Context, name string) (ocispec.Descriptor, error) {
+	img, err := r.client.ImageService().Get(ctx, name)
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("image %s in namespace %s: %w", name, r.namespace, native(err))
+	}
+	return img.Target, nil
+}
+
+// CreateImage implements migrate.Images: an image record name → target in
+// this namespace, created only (images.Store.Create): an existing name is
+// errdefs.ErrAlreadyExists and keeps its target.
+func (r *Runtime) CreateImage(ctx context.Context, name string, target ocispec.Descriptor) error {
+	if _, err := r.client.ImageService().Create(ctx, images.Image{Name: name, Target: target}); err != nil {
+		return fmt.Errorf("create image %s in namespace %s: %w", name, r.namespace, native(err))
+	}
+	return nil
 }

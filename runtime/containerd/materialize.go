@@ -1,15 +1,18 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/snapshots"
@@ -19,9 +22,11 @@ import (
 	"github.com/containerd/containerd/v2/pkg/rootfs"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
+	"github.com/containerd/typeurl/v2"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
@@ -29,13 +34,14 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file implements resume.Materializer on *Runtime (DESIGN
-// "Materialize, claim, run lifecycle").
+// This file implements resume.Materializer on *Runtime (docs/design.md
+// "Materialize").
 
 var _ resume.Materializer = (*Runtime)(nil)
 
-// RuncRuntime is the runtime of every resumed container.
-const RuncRuntime = "io.containerd.runc.v2"
+// RuncRuntime is the runtime of an incarnation whose ref records none
+// (resume.DefaultRuntime).
+const RuncRuntime = resume.DefaultRuntime
 
 // labelMaterializeContainer labels a materialization lease with the id of
 // the container it makes, so that DeleteContainer (a replaced resumer's
@@ -207,9 +213,13 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // snapshotter — which checks each diffID while extracting, except that an
 // existing chain snapshot is trusted — then prepares the active snapshot
 // spec.ID on top and creates the container spec.ID: image name
-// spec.Base.Name, the OCI spec from the base image config
-// (oci.WithImageConfig) plus spec.Env, runtime io.containerd.runc.v2,
-// labels spec.Labels() (run, manifest, generation, ref, fence).
+// spec.Base.Name, the runtime spec spec.Spec exactly as given (an Any of
+// the runtime spec's type URL holding those bytes: containerd hands them to
+// the shim as config.json) — or, when nil (a /1 ref), the spec the previous
+// release made: oci.WithImageConfig of the base on the prepared snapshot
+// plus oci.WithEnv(spec.Env) —, the runtime spec.Runtime.Name with its options
+// as an Any of the recorded type URL and bytes (none when the ref records
+// none), labels spec.Labels() (run, manifest, generation, ref, fence).
 //
 // A leftover snapshot spec.ID labelled with this run and no container
 // (an earlier resume killed between Prepare and NewContainer) is removed
@@ -306,20 +316,69 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec
 	}
 	faultpoint.Reach("resume-prepared") // test-only (resume.Resume lists the steps)
 
-	img := client.NewImageWithPlatform(r.client, images.Image{Name: spec.Base.Name, Target: mdesc}, platforms.Only(r.platform))
+	runtime := spec.Runtime.Name
+	if runtime == "" {
+		runtime = RuncRuntime
+	}
+	var options any // nil: no options, as recorded
+	if o := spec.Runtime.Options; o != nil {
+		options = &anypb.Any{TypeUrl: o.TypeURL, Value: bytes.Clone(o.Value)}
+	}
+	specOpt := withSpecBytes(spec.Spec)
+	if spec.Spec == nil { // a /1 ref: as the previous release, on the prepared snapshot
+		img := client.NewImageWithPlatform(r.client, images.Image{Name: spec.Base.Name, Target: mdesc}, platforms.Only(r.platform))
+		specOpt = client.WithNewSpec(oci.WithImageConfig(img), oci.WithEnv(spec.Env))
+	}
 	_, err = r.client.NewContainer(ctx, spec.ID,
 		client.WithImageName(spec.Base.Name),
 		client.WithSnapshotter(snName),
 		client.WithSnapshot(spec.ID),
-		client.WithRuntime(RuncRuntime, nil),
+		client.WithRuntime(runtime, options),
 		client.WithContainerLabels(labels),
-		client.WithNewSpec(oci.WithImageConfig(img), oci.WithEnv(spec.Env)),
+		specOpt,
 	)
 	if err != nil {
 		_ = sn.Remove(context.WithoutCancel(ctx), spec.ID)
 		return fmt.Errorf("create container %s: %w", spec.ID, native(err))
 	}
 	return nil
+}
+
+// specTypeURL is the type URL containerd gives a container's runtime
+// spec (typeurl's name of specs.Spec).
+var specTypeURL = sync.OnceValues(func() (string, error) { return typeurl.TypeURL(&oci.Spec{}) })
+
+// withSpecBytes sets the container's runtime spec to exactly these JSON
+// bytes, as an Any of the runtime spec's type URL: never decoded into
+// specs.Spec and encoded again, which would drop the members the struct
+// does not know (docs/design.md "Materialize").
+func withSpecBytes(spec []byte) client.NewContainerOpts {
+	return func(_ context.Context, _ *client.Client, c *containers.Container) error {
+		url, err := specTypeURL()
+		if err != nil {
+			return fmt.Errorf("runtime spec type URL: %w", err)
+		}
+		c.Spec = &anypb.Any{TypeUrl: url, Value: bytes.Clone(spec)}
+		return nil
+	}
+}
+
+// ReadSpec implements resume.Facts: the blob d read from the content
+// store once with snapshot.ReadBlob (size and digest checked as it
+// reads).
+func (r *Runtime) ReadSpec(ctx context.Context, d snapshot.Descriptor) ([]byte, error) {
+	ra, err := r.client.ContentStore().ReaderAt(ctx, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size})
+	if err != nil {
+		return nil, fmt.Errorf("spec %s: %w", d.Digest, native(err))
+	}
+	defer ra.Close()
+	return snapshot.ReadBlob(ra, d)
+}
+
+// HostNamespace implements resume.Facts with resume.HostPID1Namespace:
+// this process runs on the daemon's host.
+func (r *Runtime) HostNamespace(nsType, path string) bool {
+	return resume.HostPID1Namespace(nsType, path)
 }
 
 // wrongDiffIDText is how containerd's rootfs.ApplyLayers says that a

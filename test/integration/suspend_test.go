@@ -52,6 +52,13 @@ func runningContainer(t testing.TB, d *harness.Daemon, name, id string) string {
 // most) until it printed READY.
 func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) string {
 	t.Helper()
+	return scriptContainerWith(t, d, name, id, script)
+}
+
+// scriptContainerWith is scriptContainer with more spec options (env,
+// mounts, a user, …) applied after the image config and the args.
+func scriptContainerWith(t testing.TB, d *harness.Daemon, name, id, script string, opts ...oci.SpecOpts) string {
+	t.Helper()
 	ctx := d.Context(t)
 	img, err := d.Client.GetImage(ctx, name)
 	if err != nil {
@@ -62,7 +69,7 @@ func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) s
 	}
 	cid := d.ID(id)
 	c, err := d.Client.NewContainer(ctx, cid, client.WithImage(img), client.WithSnapshotter("overlayfs"),
-		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", script)))
+		client.WithNewSnapshot(cid, img), client.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", script)}, opts...)...))
 	if err != nil {
 		t.Fatalf("new container %s: %v", cid, err)
 	}

@@ -1,0 +1,118 @@
+package resume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// specName names the spec check 10 compares against, for details.
+func (s *state) specName() string {
+	if s.ref.Spec == nil {
+		return "the spec built from image config " + s.ref.Base.ConfigDigest.String() + " (a " + s.ref.Schema + " ref records none)"
+	}
+	return "the recorded spec " + s.ref.Spec.Digest.String()
+}
+
+func (s *state) offeredSpecName() string {
+	if s.req.SpecSource != "" {
+		return s.req.SpecSource
+	}
+	return "the offered spec"
+}
+
+// 10 spec (docs/design.md "Spec validation (check 10)"): the recorded
+// spec — for a /1 ref, the one built as the previous release built it —
+// decodes; an offered spec decodes and does not widen it. What passes is
+// what the incarnation is created from (state.createSpec).
+func (s *state) specCheck(ctx context.Context) (string, error) {
+	if s.ref.Spec == nil && s.req.Spec == nil {
+		// The previous release's incarnation, made by the Materializer
+		// from the image config and the containerEnv entries on the
+		// prepared snapshot (ContainerSpec.Spec nil).
+		return fmt.Sprintf("no spec offered: the incarnation of a %s ref is created from image config %s plus the containerEnv entries, as the previous release created it",
+			s.ref.Schema, s.ref.Base.ConfigDigest), nil
+	}
+	recorded := s.spec
+	if s.ref.Spec == nil {
+		env, _ := ContainerEnv(&s.ref.Core)
+		b, err := s.facts.BuildSpec(ctx, s.targetID(), s.ref.Base, s.ref.Layers, env)
+		if err != nil {
+			return "", internal(CheckSpec, fmt.Errorf("build the spec of a %s ref from image config %s: %w", s.ref.Schema, s.ref.Base.ConfigDigest, err))
+		}
+		recorded = b
+	}
+	// A recorded spec that does not decode is the snapshot's fault (it is
+	// signed, so it was recorded that way); a built one is ours.
+	recordedBad := func(err error) error {
+		if s.ref.Spec == nil {
+			return internal(CheckSpec, fmt.Errorf("%s: %w", s.specName(), err))
+		}
+		return refuse(CheckSpec, ClassSnapshotMissing, fmt.Errorf("/ref/spec %s does not decode: %w", s.ref.Spec.Digest, err))
+	}
+	if s.req.Spec == nil {
+		if _, serr := decodeSpec(SpecRecorded, recorded); serr != nil {
+			return "", recordedBad(serr)
+		}
+		if err := s.patch(recorded, s.ref.Spec != nil); err != nil {
+			return "", recordedBad(err)
+		}
+		return "no spec offered: the incarnation is created from " + s.specName(), nil
+	}
+
+	drift, err := CompareSpec(recorded, s.req.Spec, SpecOptions{
+		ContainerEnv:  s.offered.Core.ContainerEnv,
+		HostNamespace: s.facts.HostNamespace,
+	})
+	var serr *SpecError
+	switch {
+	case errors.As(err, &serr) && serr.Side == SpecRecorded:
+		return "", recordedBad(serr)
+	case errors.As(err, &serr):
+		return "", refuse(CheckSpec, ClassBadInput, fmt.Errorf("%s: %w", s.offeredSpecName(), serr))
+	case err != nil:
+		return "", internal(CheckSpec, err)
+	}
+	s.specDrift = drift
+	var widened, allowed []string
+	for _, d := range drift {
+		p := d.Pointer
+		if d.OfferedPointer != "" {
+			p += " (offered at " + d.OfferedPointer + ")"
+		}
+		if d.Allowed {
+			allowed = append(allowed, p)
+		} else {
+			widened = append(widened, p)
+		}
+	}
+	if len(widened) > 0 {
+		return "", refusef(CheckSpec, ClassSpecDrift, "%s widens %s at %s (see specDrift)",
+			s.offeredSpecName(), s.specName(), strings.Join(widened, ", "))
+	}
+	if err := s.patch(s.req.Spec, false); err != nil {
+		return "", refuse(CheckSpec, ClassBadInput, fmt.Errorf("%s: %w", s.offeredSpecName(), err))
+	}
+	s.offerSpec = true
+	detail := fmt.Sprintf("%s does not widen %s; the incarnation is created from it", s.offeredSpecName(), s.specName())
+	if len(allowed) > 0 {
+		detail += "; allowed differences: " + strings.Join(allowed, ", ")
+	}
+	return detail, nil
+}
+
+// patch makes the spec the incarnation is created from (state.createSpec):
+// spec edited by PatchSpec for the container to create in this namespace,
+// recorded namespace paths dropped when dropPaths (the recorded spec of a
+// /2 ref; a built spec has none, an offered one keeps its own).
+func (s *state) patch(spec []byte, dropPaths bool) error {
+	out, notApplied, err := PatchSpec(spec, SpecEdit{
+		RootPath: BundleRootfs, Namespace: s.facts.Namespace(), ID: s.targetID(), DropNamespacePaths: dropPaths,
+	})
+	if err != nil {
+		return err
+	}
+	s.createSpec, s.specEdits = out, notApplied
+	return nil
+}
