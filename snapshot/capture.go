@@ -184,8 +184,11 @@ type Capturer interface {
 	ImageResolver
 	TaskController
 	Differ
+	FlatDiffer
 	BlobReader
 	BlobWriter
 	LeaseHolder
+	BlobReleaser
 	ContainerLabeler
+	ContainerDeleter
 }

@@ -189,16 +189,19 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 // type ocispec.MediaTypeImageLayerZstd (gzip when the daemon cannot make
 // zstd: containerd 1.6), under the lease. The blob is then streamed back
 // and decompressed to measure its uncompressed size and check that its
-// digest is the diffID the differ labelled it with.
+// digest is the diffID the differ labelled it with. A snapshot.Progress in
+// ctx gets the bytes written while the daemon writes them.
 func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Container) (snapshot.Layer, error) {
 	lctx := leases.WithLease(ctx, lease)
 	sn := r.client.SnapshotService(c.Snapshotter)
+	done := r.watchIngest(ctx, lease+"/diff") // progress (generations.go)
 	desc, err := rootfs.CreateDiff(lctx, c.SnapshotKey, sn, r.client.DiffService(),
 		diff.WithMediaType(ocispec.MediaTypeImageLayerZstd), diff.WithReference(lease+"/diff"))
 	if errdefs.IsNotImplemented(native(err)) {
 		desc, err = rootfs.CreateDiff(lctx, c.SnapshotKey, sn, r.client.DiffService(),
 			diff.WithMediaType(ocispec.MediaTypeImageLayerGzip), diff.WithReference(lease+"/diff"))
 	}
+	done(desc.Size)
 	if err != nil {
 		// The ingest is named by us, so containerd leaves a failed one in
 		// place (24 MB measured on a full disk): abort it to free the space.
