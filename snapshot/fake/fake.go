@@ -519,6 +519,18 @@ func (f *Capturer) Tree(layers []snapshot.Layer) (map[string][]byte, error) {
 	return files, nil
 }
 
+// Files returns a copy of the files of container id; an absent container
+// is an error wrapping errdefs.ErrNotFound.
+func (f *Capturer) Files(id string) (map[string][]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(c.Files), nil
+}
+
 // EditFiles lets edit change the files of container id (the workload
 // writing, changing and deleting files between suspends).
 func (f *Capturer) EditFiles(id string, edit func(files map[string][]byte)) error {

@@ -46,7 +46,7 @@ var (
 	// fenced out), the ledger refused to record the generation, or the
 	// container's interrupted suspend is not this run's to finish.
 	// Class "claim-conflict".
-	ErrRunConflict = errors.New("run id already used by another container")
+	ErrRunConflict = errors.New("the run is taken or held by another container")
 	// ErrAlreadySuspended: the container carries the suspended label: a
 	// suspend already stopped it (docs/design.md "Suspend", step 2). Class
 	// "claim-conflict".
