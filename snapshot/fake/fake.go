@@ -197,9 +197,15 @@ func (f *Capturer) LeaseHolds(_ context.Context, id string, d digest.Digest) (bo
 	return l.resources[d], nil
 }
 
-// SnapshotKind returns "active": the fake never commits a container's
-// snapshot.
+// SnapshotKind returns "active" (the fake never commits a container's
+// snapshot), or an error wrapping errdefs.ErrNotFound once the container
+// was deleted.
 func (f *Capturer) SnapshotKind(_ context.Context, c snapshot.Container) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.container(c.ID); err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", c.SnapshotKey, err)
+	}
 	return c.SnapshotKind, nil
 }
 

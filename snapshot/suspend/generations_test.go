@@ -126,8 +126,8 @@ func TestSuspendFiveGenerations(t *testing.T) {
 		fence := resumeInto(t, f, l, res, id)
 		edit(t, f, id, func(files map[string][]byte) {
 			files[fmt.Sprintf("new-%d", g)] = []byte(fmt.Sprint("new in ", g)) // added
-			files["a.txt"] = []byte(fmt.Sprint("A changed in ", g))           // changed
-			delete(files, fmt.Sprintf("new-%d", g-1))                         // deleted (the one the last generation added)
+			files["a.txt"] = []byte(fmt.Sprint("A changed in ", g))            // changed
+			delete(files, fmt.Sprintf("new-%d", g-1))                          // deleted (the one the last generation added)
 			if g == 4 {
 				files["new-2"] = []byte("re-created in 4") // re-created after its deletion in 3
 			}
