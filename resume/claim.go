@@ -14,11 +14,14 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// RefGeneration returns the generation a verified ref records: 1 for a
-// `/1` ref (docs/design.md "SnapshotRef": `/1` refs resume as generation
-// 1).
+// RefGeneration returns the generation a verified ref records: its
+// "generation", and 1 for a `/1` ref (docs/design.md "SnapshotRef": `/1`
+// refs resume as generation 1).
 func RefGeneration(ref *snapshot.Ref) uint64 {
-	return 1
+	if ref.IsV1() || ref.Generation == 0 {
+		return 1
+	}
+	return ref.Generation
 }
 
 // RefDigest returns the digest of a ref file's bytes as given: the

@@ -20,7 +20,9 @@ import (
 	containerstore "github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
@@ -51,7 +53,10 @@ type suspendedRun struct {
 func suspendRun(t *testing.T, d *harness.Daemon, run string) *suspendedRun {
 	t.Helper()
 	im := harness.ImportBusybox(t, d, "busybox:1")
-	cid := runningContainer(t, d, im.Name, "src-"+run)
+	// The runtime created the container as declared: the env entry and
+	// the mount target are in its spec (suspend checks them).
+	cid := scriptContainer(t, d, im.Name, "src-"+run, workload, oci.WithEnv([]string{"GREETING=hello"}),
+		oci.WithMounts([]specs.Mount{{Destination: "/cache", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev"}}}))
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "devcontainer.json")
 	if err := os.WriteFile(cfg, []byte(materializeConfig), 0o644); err != nil {

@@ -47,9 +47,9 @@ func runningContainer(t testing.TB, d *harness.Daemon, name, id string) string {
 
 // scriptContainer creates container d.ID(id) from image name (in the
 // daemon's namespace), unpacked on overlayfs with snapshot key = container
-// id, starts its task running script under /bin/sh -c and waits (30 s at
-// most) until it printed READY.
-func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) string {
+// id, with the image config's spec plus opts, starts its task running
+// script under /bin/sh -c and waits (30 s at most) until it printed READY.
+func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string, opts ...oci.SpecOpts) string {
 	t.Helper()
 	ctx := d.Context(t)
 	img, err := d.Client.GetImage(ctx, name)
@@ -61,7 +61,7 @@ func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) s
 	}
 	cid := d.ID(id)
 	c, err := d.Client.NewContainer(ctx, cid, client.WithImage(img), client.WithSnapshotter("overlayfs"),
-		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", script)))
+		client.WithNewSnapshot(cid, img), client.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", script)}, opts...)...))
 	if err != nil {
 		t.Fatalf("new container %s: %v", cid, err)
 	}
@@ -163,8 +163,8 @@ func runCLI(t testing.TB, d *harness.Daemon, args ...string) (string, int) {
 }
 
 type suspendEnv struct {
-	dir, cfg, key string
-	trust         *envelope.KeyRing
+	dir, cfg, key, pub string
+	trust              *envelope.KeyRing
 }
 
 func newSuspendEnv(t testing.TB, image string) suspendEnv {
@@ -182,7 +182,7 @@ func newSuspendEnv(t testing.TB, image string) suspendEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return suspendEnv{dir: dir, cfg: cfg, key: key, trust: trust}
+	return suspendEnv{dir: dir, cfg: cfg, key: key, pub: pub, trust: trust}
 }
 
 // present reports which of the digests are in the daemon's content store.
@@ -435,7 +435,8 @@ func TestSuspendKeepRunning(t *testing.T) {
 		t.Fatalf("task %q (err %v), want running", c.Task, err)
 	}
 	// The container holds the run: live in the ledger, its fence on the
-	// fence label; suspending it again needs generations (2).
+	// fence label; suspending it again writes generation 2 (stopping it:
+	// labelled suspended = 2, not deleted: it is the runtime's).
 	l := daemonLedger(t, d, "")
 	rec, err := l.Get(d.Context(t), cid)
 	l.Close()
@@ -443,11 +444,20 @@ func TestSuspendKeepRunning(t *testing.T) {
 		c.Labels[snapshot.LabelFence] != "1" || c.Labels[snapshot.LabelSuspending] != "" || c.Labels[snapshot.LabelSuspended] != "" {
 		t.Fatalf("record %+v (err %v), labels %v", rec, err, c.Labels)
 	}
-	if _, code := runCLI(t, d, "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--out", refPath+".2"); code != 2 {
-		t.Fatalf("suspend of a container holding its run: exit %d, want 2", code)
+	out, code := runCLI(t, d, "--output", "json", "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--out", refPath+".2")
+	if code != 0 || !strings.Contains(out, `"generation": 2`) {
+		t.Fatalf("suspend of a container holding its run: exit %d %s, want generation 2", code, out)
 	}
-	if c, err := rt.Container(d.Context(t), cid); err != nil || c.Task != snapshot.TaskRunning {
-		t.Fatalf("task %q (err %v), want running", c.Task, err)
+	file2, err := os.ReadFile(refPath + ".2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref2, err := snapshot.OpenRef(file2, env.trust)
+	if err != nil || ref2.Generation != 2 || ref2.Parent != digest.FromBytes(file) || ref2.Fence != 1 || ref2.KeptRunning {
+		t.Fatalf("generation 2: %+v (err %v)", ref2, err)
+	}
+	if c, err := rt.Container(d.Context(t), cid); err != nil || c.Task != snapshot.TaskNone || c.Labels[snapshot.LabelSuspended] != "2" {
+		t.Fatalf("task %q labels %v (err %v), want stopped and suspended = 2", c.Task, c.Labels, err)
 	}
 }
 
