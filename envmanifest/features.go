@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
@@ -53,7 +54,10 @@ var foldedLegacyFeatures = map[string]string{
 	"jupyterlab": "python (installJupyterlab)",
 }
 
-var tarballSegment = regexp.MustCompile(`^devcontainer-feature-[A-Za-z0-9_-]+\.tgz$`)
+// tarballSegment is compiled on first use, not at process start.
+var tarballSegment = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^devcontainer-feature-[A-Za-z0-9_-]+\.tgz$`)
+})
 
 // featureKind says which identifier form a features key has.
 type featureKind uint8
@@ -188,7 +192,7 @@ func (in *ingester) tarballID(ptr, key string) (string, featureKind, bool) {
 		in.refuse(ptr, ClassInvalidValue, "feature tarball URL %q must not carry credentials", key)
 	case strings.ContainsAny(key, "?#"):
 		in.refuse(ptr, ClassInvalidValue, "feature tarball URL %q must not carry a query or fragment", key)
-	case !tarballSegment.MatchString(path.Base(u.Path)) || !strings.HasSuffix(u.Path, path.Base(u.Path)):
+	case !tarballSegment().MatchString(path.Base(u.Path)) || !strings.HasSuffix(u.Path, path.Base(u.Path)):
 		in.refuse(ptr, ClassInvalidValue, "feature tarball URL %q must end in devcontainer-feature-<id>.tgz", key)
 	default:
 		return key, featureTarball, true

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ReservedEnv documents one name of the default reserved-environment policy
@@ -89,7 +90,9 @@ func DefaultReservedEnv() []ReservedEnv {
 // PolicyNone turns the reserved-environment policy off (`--policy none`).
 const PolicyNone = "none"
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envNameRE is compiled on first use, not at process start (every command
+// of the CLI links this package; few read a policy file).
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // LoadPolicy returns the effective reserved-environment list for a --policy
 // value, upper-cased, sorted and without duplicates:
@@ -118,7 +121,7 @@ func LoadPolicy(spec string) ([]string, error) {
 		if name == "" || strings.HasPrefix(name, "#") {
 			continue
 		}
-		if !envNameRE.MatchString(name) {
+		if !envNameRE().MatchString(name) {
 			return nil, fmt.Errorf("reserved-environment policy %s:%d: %q is not an environment variable name", spec, line, name)
 		}
 		extra = append(extra, name)

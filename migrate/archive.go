@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -30,7 +31,8 @@ func (a *Archive) Blob(d digest.Digest) ([]byte, bool) {
 	return b, ok
 }
 
-var blobNameRE = regexp.MustCompile(`^blobs/sha256/([0-9a-f]{64})$`)
+// blobNameRE is compiled on first use, not at process start.
+var blobNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^blobs/sha256/([0-9a-f]{64})$`) })
 
 // ScanArchive is the import pre-scan of docs/design.md "Moving runs", run
 // over the
@@ -94,7 +96,7 @@ func ScanArchive(r io.Reader) (*Archive, error) {
 			}
 			continue
 		}
-		m := blobNameRE.FindStringSubmatch(name)
+		m := blobNameRE().FindStringSubmatch(name)
 		if m == nil {
 			return nil, refused("archive entry %q: only oci-layout, index.json and blobs/sha256/<64 lowercase hex> are allowed", name)
 		}

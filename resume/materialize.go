@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -115,11 +116,12 @@ type ResumeOptions struct {
 func DefaultContainerID(run string) string { return run + "-resumed" }
 
 // containerIDRE is containerd's identifier grammar (pkg/identifiers).
-var containerIDRE = regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$`)
+// It is compiled on first use, not at process start.
+var containerIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$`) })
 
 // ValidContainerID reports whether id is a containerd identifier:
 // [A-Za-z0-9]+([._-][A-Za-z0-9]+)*, at most 76 characters.
-func ValidContainerID(id string) bool { return len(id) <= 76 && containerIDRE.MatchString(id) }
+func ValidContainerID(id string) bool { return len(id) <= 76 && containerIDRE().MatchString(id) }
 
 // CheckMaterialize names the verdict's "materialize" member (present only
 // when Resume materialized or tried to).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ErrInvalidRun is wrapped when a run id is not valid (ValidRunID) or,
@@ -15,13 +16,14 @@ var ErrInvalidRun = errors.New("invalid run id")
 // up in lease ids, labels, container ids and OCI tags).
 const MaxRunIDLen = 63
 
-var runIDRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`)
+// runIDRE is compiled on first use, not at process start.
+var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`) })
 
 // ValidRunID reports whether s is a run id: it matches
 // [a-z0-9]+([._-][a-z0-9]+)* and is at most MaxRunIDLen (63) bytes long
 // (docs/design.md "SnapshotRef", member "run").
 func ValidRunID(s string) bool {
-	return len(s) <= MaxRunIDLen && runIDRE.MatchString(s)
+	return len(s) <= MaxRunIDLen && runIDRE().MatchString(s)
 }
 
 // DefaultRunID derives the default run id from a container id: the id

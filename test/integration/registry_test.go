@@ -305,9 +305,10 @@ func TestRegistryFlakyNetwork(t *testing.T) {
 		// Every request for the base's layer fails: the artifact is fetched
 		// into the temporary lease first, then the base fails for good. (c
 		// has none of it yet: containerd shares blobs between namespaces.)
-		broken := harness.StartFlakyProxy(t, reg)
-		broken.Fails = 1 << 30
-		broken.Only = func(object string) bool { return object == bb.Image.Layers[0].Digest.String() }
+		broken := harness.StartFlakyProxyWith(t, reg, func(p *harness.FlakyProxy) {
+			p.Fails = 1 << 30
+			p.Only = func(object string) bool { return object == bb.Image.Layers[0].Digest.String() }
+		})
 		ns := c.NewNamespace()
 		out := filepath.Join(t.TempDir(), "ref.json")
 		start := time.Now()

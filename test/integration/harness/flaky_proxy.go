@@ -51,6 +51,15 @@ type FlakyProxy struct {
 // Fails 2 and ResetOver 64 KiB, and closes it when the test ends.
 func StartFlakyProxy(t testing.TB, reg *Registry) *FlakyProxy {
 	t.Helper()
+	return StartFlakyProxyWith(t, reg, nil)
+}
+
+// StartFlakyProxyWith is StartFlakyProxy with configure applied to the
+// proxy (Fails, ResetOver, Only) before it serves: its fields are read by
+// the server's goroutines without a lock, so they are never written once
+// it runs.
+func StartFlakyProxyWith(t testing.TB, reg *Registry, configure func(*FlakyProxy)) *FlakyProxy {
+	t.Helper()
 	up, err := url.Parse(reg.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +73,9 @@ func StartFlakyProxy(t testing.TB, reg *Registry) *FlakyProxy {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport: &http.Transport{Proxy: nil},
+	}
+	if configure != nil {
+		configure(p)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(srv.Close)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -45,10 +46,18 @@ func TestNoProcessSurvivesCleanup(t *testing.T) {
 		if err := task.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// Start returns once runc has started the process; its command line
+		// is the workload's only after runc init execs it, so look again
+		// for a while before calling it missing.
 		var shim, workload bool
-		for _, p := range d.Processes() {
-			shim = shim || strings.Contains(p.Cmdline, "containerd-shim-runc-v2")
-			workload = workload || strings.Contains(p.Cmdline, marker)
+		for i := 0; i < 100 && !(shim && workload); i++ {
+			if i > 0 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			for _, p := range d.Processes() {
+				shim = shim || strings.Contains(p.Cmdline, "containerd-shim-runc-v2")
+				workload = workload || strings.Contains(p.Cmdline, marker)
+			}
 		}
 		if !shim || !workload {
 			t.Fatalf("Processes does not list the shim (%t) and the container's process (%t): %v", shim, workload, d.Processes())
