@@ -65,7 +65,7 @@ if [ -d /w ]; then echo "d $(stat -c %a /w) /w"; walk /w; fi; walk /etc; echo EN
 // lines sorted by path.
 func walkTree(t testing.TB, d *harness.Daemon, id string) []string {
 	t.Helper()
-	out := execIn(t, d, id, walkScript)
+	out := shIn(t, d, id, walkScript)
 	var lines []string
 	for l := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
 		if l != "END" && l != "" {
@@ -162,7 +162,7 @@ func work(t testing.TB, d *harness.Daemon, id string, want tree, ops ...fsOp) {
 		sh = append(sh, op.sh)
 		op.apply(want)
 	}
-	execIn(t, d, id, "set -e; "+strings.Join(sh, "; ")+"; echo END")
+	shIn(t, d, id, "set -e; "+strings.Join(sh, "; ")+"; echo END")
 	sameTree(t, "after the work in "+id, walkTree(t, d, id), want)
 }
 
@@ -207,10 +207,10 @@ func startWaiting(t testing.TB, d *harness.Daemon, id string) {
 	}
 }
 
-// execIn runs script under /bin/sh -c in the running task of container id
+// shIn runs script under /bin/sh -c in the running task of container id
 // (as `ctr task exec` does) and returns its output; a script that does not
 // exit 0 within 30 s fails the test.
-func execIn(t testing.TB, d *harness.Daemon, id, script string) string {
+func shIn(t testing.TB, d *harness.Daemon, id, script string) string {
 	t.Helper()
 	ctx := d.Context(t)
 	c, err := d.Client.LoadContainer(ctx, id)
@@ -471,7 +471,7 @@ func TestGenerationsKeepRunningTwice(t *testing.T) {
 	}
 	// Still running and holding the run: exec works; then a stopping
 	// suspend leaves the runtime's container stopped and labelled.
-	execIn(t, d, cid, "echo END")
+	shIn(t, d, cid, "echo END")
 	o3, _ := r.suspend(t, cid, "", filepath.Join(r.env.dir, "k.g3.json"))
 	if o3.Generation != 3 || r.gone(t, cid) {
 		t.Fatalf("stopping suspend: %+v; the runtime's container must stay", o3)

@@ -605,7 +605,7 @@ func TestSuspendIncarnationFaultTrials(t *testing.T) {
 	ctx := d.Context(t)
 	const run = "lfault-1"
 	cid := scriptContainer(t, d, r.im.Name, "lf1", idle)
-	execIn(t, d, cid, "mkdir -p /w && echo 1 > /w/g1; echo END")
+	shIn(t, d, cid, "mkdir -p /w && echo 1 > /w/g1; echo END")
 	latest := filepath.Join(r.env.dir, "lf.g1.json")
 	r.suspend(t, cid, run, latest)
 
@@ -621,7 +621,7 @@ func TestSuspendIncarnationFaultTrials(t *testing.T) {
 		id = d.ID(fmt.Sprintf("lf-g%d", gen))
 		r.resume(t, latest, id)
 		startWaiting(t, d, id)
-		execIn(t, d, id, fmt.Sprintf("echo %d > /w/g%d && rm -f /w/g%d; echo END", gen, gen, gen-1))
+		shIn(t, d, id, fmt.Sprintf("echo %d > /w/g%d && rm -f /w/g%d; echo END", gen, gen, gen-1))
 		return id, filepath.Join(r.env.dir, fmt.Sprintf("lf.g%d.json", gen))
 	}
 
@@ -708,7 +708,7 @@ func TestSuspendIncarnationFaultTrials(t *testing.T) {
 	last := d.ID("lf-last")
 	r.resume(t, latest, last)
 	startWaiting(t, d, last)
-	if got := execIn(t, d, last, fmt.Sprintf("cat /w/g%d; test -e /w/g%d || echo GONE; echo END", gen, gen-1)); !strings.Contains(got, fmt.Sprint(gen)) || !strings.Contains(got, "GONE") {
+	if got := shIn(t, d, last, fmt.Sprintf("cat /w/g%d; test -e /w/g%d || echo GONE; echo END", gen, gen-1)); !strings.Contains(got, fmt.Sprint(gen)) || !strings.Contains(got, "GONE") {
 		t.Fatalf("the last generation's incarnation sees %q", got)
 	}
 }
