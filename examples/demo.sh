@@ -141,7 +141,7 @@ note "namespace $ns"
 
 say "import a plain busybox image (built from /bin/busybox of busybox-static; no network)"
 quiet go run ./examples/importbusybox --address "$address" --namespace "$ns" busybox:1
-note "docker.io/library/busybox:1 → $(ctr_ images list | awk '$1=="docker.io/library/busybox:1"{print $3}') (its own command: /bin/sh)"
+note "docker.io/library/busybox:1 → $(ctr_ images list 2>>"$log" | awk '$1=="docker.io/library/busybox:1"{print $3}') (its own command: /bin/sh)"
 
 # wait_file ID PATH: until PATH exists in container ID's running task.
 wait_file() {
@@ -158,9 +158,11 @@ inside() {
 	ctr_ tasks exec --exec-id "show$RANDOM" "$id" "$@" </dev/null 2>>"$log" | sed 's/^/    /'
 }
 
-say "run a container: it writes /data.txt, deletes /etc/sandbox-resume-marker, then sleeps"
+say "run a container: it writes /data.txt (when absent), deletes /etc/sandbox-resume-marker, then sleeps"
+# The process is what every incarnation runs again (memory does not carry
+# over, the recorded process does): it must not undo what came back.
 quiet ctr_ run --detach --null-io --snapshotter overlayfs --env GREETING=hello docker.io/library/busybox:1 "$src" \
-	sh -c 'echo "generation 1: written before the first suspend" > /data.txt && rm /etc/sandbox-resume-marker && exec sleep 86400'
+	sh -c '[ -e /data.txt ] || echo "generation 1: written before the first suspend" > /data.txt; rm -f /etc/sandbox-resume-marker; exec sleep 86400'
 wait_file "$src" /data.txt
 note "\$ cat /data.txt   (in $src)"
 inside "$src" cat /data.txt
@@ -187,7 +189,7 @@ inside "$run-g2" sh -c 'echo "generation 2: written after the resume" >> /data.t
 
 say "suspend it again: generation 2, whose new layer holds only what changed since the resume"
 sr suspend --container "$run-g2" --config "$tmp/devcontainer.json" --key "$tmp/demo.key" --out "$tmp/$run.g2.ref.json" | sed 's/^/    /'
-note "the incarnation is deleted (its content lives in the layers): $(ctr_ containers list --quiet | grep -cx "$run-g2" || true) container named $run-g2"
+note "the incarnation is deleted (its content lives in the layers): $(ctr_ containers list --quiet 2>>"$log" | grep -cx "$run-g2" || true) container named $run-g2"
 
 say "resume generation 2 into $run-g3"
 sr resume --ref "$tmp/$run.g2.ref.json" --config "$tmp/devcontainer.json" --trust "$tmp/demo.pub" --container "$run-g3" --start | sed 's/^/    /'
