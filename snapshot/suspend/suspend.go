@@ -321,7 +321,6 @@ type suspension struct {
 	run     string
 	gen     uint64
 	fence   uint64 // the container's fence label; 0 at generation 1
-	holds   bool   // the container carries a fence label (and no suspending label)
 	rerun   bool   // the container carries LabelSuspending = gen
 	out     string
 	res     *Result
@@ -599,7 +598,6 @@ func (s *suspension) which() error {
 		if err := fence(); err != nil {
 			return err
 		}
-		s.holds = true
 	default:
 		s.gen = 1
 	}
