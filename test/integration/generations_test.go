@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -607,4 +609,76 @@ func TestGenerationsFlatten(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSuspendDiffProgress: a snapshot.Progress in the context of
+// CreateDiff and CreateFlatDiff gets the bytes of the layer the daemon
+// writes; the CLI's suspend draws its "diff" progress on a terminal's
+// stderr and writes nothing to a piped one.
+func TestSuspendDiffProgress(t *testing.T) {
+	r := newGenRig(t, "diffprog")
+	d := r.d
+	ctx := d.Context(t)
+	rt := d.Connect(t, "")
+	cid := scriptContainer(t, d, r.im.Name, "p1", idle)
+	shIn(t, d, cid, "i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/urandom > /f$i; i=$((i+1)); done; echo END")
+	c, err := rt.Container(ctx, cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := snapshot.RunLease("diffprog-1")
+	if err := rt.CreateLease(ctx, lease, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, flat := range []bool{false, true} {
+		p := &progressLog{}
+		pctx := snapshot.WithProgress(ctx, p)
+		var l snapshot.Layer
+		if flat {
+			l, err = rt.CreateFlatDiff(pctx, lease, c, r.im.DiffIDs)
+		} else {
+			l, err = rt.CreateDiff(pctx, lease, c)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.bytes) != 1 || p.bytes[0] != l.Size || l.Size < 4<<20 {
+			t.Fatalf("flat %t: progress %s, the layer has %d bytes", flat, p, l.Size)
+		}
+	}
+
+	out := filepath.Join(r.env.dir, "p.json")
+	args := []string{"--address", d.Address, "--namespace", d.Namespace, "suspend", "--container", cid,
+		"--config", r.env.cfg, "--key", r.env.key, "--run", "prog-1", "--keep-running"}
+	cmd := exec.Command(cli(t), append(args, "--out", out)...)
+	cmd.Env = cliEnv(args)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("suspend: %v: %s", err, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("suspend wrote %q to a non-terminal stderr", stderr.String())
+	}
+	master, slave := openPTY(t)
+	cmd = exec.Command(cli(t), append(args, "--out", out+".2")...)
+	cmd.Env = cliEnv(args)
+	stdout.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, slave
+	var drawn bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(&drawn, master) // ends with EIO once the slave is closed
+		close(copied)
+	}()
+	err = cmd.Run()
+	slave.Close()
+	<-copied
+	if err != nil {
+		t.Fatalf("suspend on a terminal: %v", err)
+	}
+	if !strings.Contains(drawn.String(), "diff") || strings.Contains(stdout.String(), "diff ") {
+		t.Errorf("suspend drew %q on the terminal, printed %q", drawn.String(), stdout.String())
+	}
+	t.Logf("drawn on the terminal: %q", drawn.String())
 }
