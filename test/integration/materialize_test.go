@@ -41,8 +41,10 @@ const materializeConfig = `{
 }`
 
 // suspendedRun is a run suspended through the CLI: a container ran
-// workload (writes /data.txt and /var/sr/n.txt, deletes the marker), was
-// suspended with run id run, and ref is its signed ref file.
+// workload (writes /data.txt and /var/sr/n.txt, deletes the marker) with
+// the declaration's GREETING in its environment and a tmpfs at its mount
+// target /cache, was suspended with run id run, and ref is its signed ref
+// file.
 type suspendedRun struct {
 	d                  *harness.Daemon
 	run, ref, cfg, pub string
@@ -53,9 +55,7 @@ type suspendedRun struct {
 func suspendRun(t *testing.T, d *harness.Daemon, run string) *suspendedRun {
 	t.Helper()
 	im := harness.ImportBusybox(t, d, "busybox:1")
-	// The runtime created the container as declared: the env entry and
-	// the mount target are in its spec (suspend checks them).
-	cid := scriptContainer(t, d, im.Name, "src-"+run, workload, oci.WithEnv([]string{"GREETING=hello"}),
+	cid := scriptContainerWith(t, d, im.Name, "src-"+run, workload, oci.WithEnv([]string{"GREETING=hello"}),
 		oci.WithMounts([]specs.Mount{{Destination: "/cache", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev"}}}))
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "devcontainer.json")

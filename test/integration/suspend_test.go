@@ -47,9 +47,16 @@ func runningContainer(t testing.TB, d *harness.Daemon, name, id string) string {
 
 // scriptContainer creates container d.ID(id) from image name (in the
 // daemon's namespace), unpacked on overlayfs with snapshot key = container
-// id, with the image config's spec plus opts, starts its task running
-// script under /bin/sh -c and waits (30 s at most) until it printed READY.
-func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string, opts ...oci.SpecOpts) string {
+// id, starts its task running script under /bin/sh -c and waits (30 s at
+// most) until it printed READY.
+func scriptContainer(t testing.TB, d *harness.Daemon, name, id, script string) string {
+	t.Helper()
+	return scriptContainerWith(t, d, name, id, script)
+}
+
+// scriptContainerWith is scriptContainer with more spec options (env,
+// mounts, a user, …) applied after the image config and the args.
+func scriptContainerWith(t testing.TB, d *harness.Daemon, name, id, script string, opts ...oci.SpecOpts) string {
 	t.Helper()
 	ctx := d.Context(t)
 	img, err := d.Client.GetImage(ctx, name)
