@@ -26,7 +26,7 @@
 // Export, Import, Push and Pull run over Store (BlobReader, BlobWriter,
 // Leases, Archiver) and Registry, which runtime/containerd implements
 // against a daemon; so the same verification runs against any store,
-// including the in-memory one of this package's tests.
+// including the in-memory one of migrate/fake.
 //
 // # Runs by generation
 //

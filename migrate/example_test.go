@@ -1,4 +1,4 @@
-package migrate
+package migrate_test
 
 import (
 	"bytes"
@@ -16,35 +16,37 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // Move a suspended run from one content store to another through an
 // archive, as `sandbox-resume export` and `sandbox-resume import` do
-// between two hosts. The stores are this package's in-memory fake
+// between two hosts. The stores are in-memory (migrate/fake)
 // (runtime/containerd's Runtime is the Store of a real daemon). The
 // receiving side verifies the ref against its trusted keys before it
 // stores anything, and checks every blob and the diff; the run lease then
 // holds the artifact manifest, the ref and the diff.
 func ExampleExport() {
 	ctx := context.Background()
-	src := newMemStore()
+	src := fake.New()
 
 	// On the first host: the run's base image and its rootfs diff.
-	layer := src.put([]byte("base layer"))
+	layer := src.Put([]byte("base layer"))
 	cfgBytes, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{layer.Digest}}})
-	cfg := src.put(cfgBytes)
+	cfg := src.Put(cfgBytes)
 	mb, _ := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
 		Config: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: cfg.Digest, Size: cfg.Size},
 		Layers: []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageLayer, Digest: layer.Digest, Size: layer.Size}}})
-	base := src.put(mb)
+	base := src.Put(mb)
 	tarBytes := bytes.Repeat([]byte("changed file "), 100) // stands for the diff's tar
 	var zb bytes.Buffer
 	zw, _ := zstd.NewWriter(&zb)
 	zw.Write(tarBytes)
 	zw.Close()
-	diff := src.put(zb.Bytes())
+	diff := src.Put(zb.Bytes())
 
 	// Its SnapshotRef (a committed fixture, re-pointed at these blobs),
 	// signed by the suspending host's key.
@@ -70,7 +72,7 @@ func ExampleExport() {
 	}
 
 	var archive bytes.Buffer
-	exp, err := Export(ctx, src, refFile, &archive, false)
+	exp, err := migrate.Export(ctx, src, refFile, &archive, false)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -78,9 +80,9 @@ func ExampleExport() {
 	fmt.Println("exported run", exp.Run, "as", exp.Artifact.ArtifactType, "without its base:", len(exp.Base) == 0)
 
 	// On the second host, which trusts the first host's key.
-	dst := newMemStore()
+	dst := fake.New()
 	trust := envelope.NewKeyRing(key.Public().(ed25519.PublicKey))
-	imp, err := Import(ctx, dst, bytes.NewReader(archive.Bytes()), trust)
+	imp, err := migrate.Import(ctx, dst, bytes.NewReader(archive.Bytes()), trust)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -88,9 +90,9 @@ func ExampleExport() {
 	fmt.Println("imported run", imp.Run, "into lease", imp.Lease, "holding", imp.Blobs, "blobs; the same ref file:", bytes.Equal(imp.RefFile, refFile))
 
 	// A host that does not trust the key stores nothing.
-	other := newMemStore()
-	_, err = Import(ctx, other, bytes.NewReader(archive.Bytes()), envelope.NewKeyRing())
-	fmt.Println("untrusted:", errors.Is(err, envelope.ErrSignature), "blobs stored:", len(other.blobs))
+	other := fake.New()
+	_, err = migrate.Import(ctx, other, bytes.NewReader(archive.Bytes()), envelope.NewKeyRing())
+	fmt.Println("untrusted:", errors.Is(err, envelope.ErrSignature), "blobs stored:", other.Len())
 	// Output:
 	// exported run demo-1 as application/vnd.sandbox-resume.snapshot.v1 without its base: true
 	// imported run demo-1 into lease sandbox-resume.run/demo-1 holding 3 blobs; the same ref file: true

@@ -1,4 +1,4 @@
-package migrate
+package migrate_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,13 +20,36 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// run is a suspended run in a memStore: its base image (manifest, config,
+// testKey is the key ring of the committed SnapshotRef vectors of
+// snapshot/testdata.
+func testKey(t testing.TB) *envelope.KeyRing {
+	t.Helper()
+	pub, err := envelope.LoadPublicKey(filepath.Join("..", "snapshot", "testdata", "ref-test.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return envelope.NewKeyRing(pub)
+}
+
+// readTestdata reads a SnapshotRef golden vector of snapshot/testdata.
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// run is a suspended run in an in-memory store (migrate/fake): its base image (manifest, config,
 // one layer), its zstd rootfs diff, and its ref file signed by key.
 type run struct {
-	store *memStore
+	store *fake.Store
 	ref   *snapshot.Ref
 	file  []byte
 	trust *envelope.KeyRing
@@ -35,15 +60,15 @@ type run struct {
 // newRun builds a run; edit may change the ref before it is signed.
 func newRun(t *testing.T, edit func(*snapshot.Ref)) *run {
 	t.Helper()
-	s := newMemStore()
-	layer := s.put([]byte("base layer bytes"))
+	s := fake.New()
+	layer := s.Put([]byte("base layer bytes"))
 	cfgBytes, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{layer.Digest}}})
-	cfg := s.put(cfgBytes)
+	cfg := s.Put(cfgBytes)
 	mb, _ := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
 		Config: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: cfg.Digest, Size: cfg.Size},
 		Layers: []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageLayer, Digest: layer.Digest, Size: layer.Size}}})
-	base := s.put(mb)
+	base := s.Put(mb)
 	base.MediaType = ocispec.MediaTypeImageManifest
 
 	raw := bytes.Repeat([]byte("changed file "), 500)
@@ -52,7 +77,7 @@ func newRun(t *testing.T, edit func(*snapshot.Ref)) *run {
 	zw.Write(raw)
 	zw.Close()
 	diff := zb.Bytes()
-	s.put(diff)
+	s.Put(diff)
 
 	r, err := snapshot.OpenRef(readTestdata(t, "pinned.ref.json"), testKey(t))
 	if err != nil {
@@ -80,11 +105,11 @@ func newRun(t *testing.T, edit func(*snapshot.Ref)) *run {
 func (r *run) exported(t *testing.T, withBase bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	res, err := Export(context.Background(), r.store, r.file, &buf, withBase)
+	res, err := migrate.Export(context.Background(), r.store, r.file, &buf, withBase)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Run != r.ref.Run || res.Size != int64(buf.Len()) || res.Artifact.ArtifactType != ArtifactType || (len(res.Base) == 1) != withBase {
+	if res.Run != r.ref.Run || res.Size != int64(buf.Len()) || res.Artifact.ArtifactType != migrate.ArtifactType || (len(res.Base) == 1) != withBase {
 		t.Fatalf("Export = %+v (%d bytes written)", res, buf.Len())
 	}
 	return buf.Bytes()
@@ -96,23 +121,24 @@ func TestExportImport(t *testing.T) {
 	for _, withBase := range []bool{false, true} {
 		r := newRun(t, nil)
 		archive := r.exported(t, withBase)
-		if !r.store.leases[snapshot.RunLease(r.ref.Run)][r.ref.Layers[0].Digest] {
+		if !r.store.Holds(snapshot.RunLease(r.ref.Run), r.ref.Layers[0].Digest) {
 			t.Fatal("export: the run lease does not hold the diff")
 		}
-		dst := newMemStore()
-		res, err := Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
+		dst := fake.New()
+		res, err := migrate.Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
 		if err != nil {
 			t.Fatalf("withBase %t: %v", withBase, err)
 		}
 		if res.Run != r.ref.Run || !bytes.Equal(res.RefFile, r.file) || res.Lease != snapshot.RunLease(r.ref.Run) {
 			t.Fatalf("Import = %+v", res)
 		}
-		held := dst.leases[res.Lease]
-		if !held[r.ref.Layers[0].Digest] || !held[res.Artifact.Digest] || held[r.base.Digest] != withBase {
-			t.Errorf("withBase %t: run lease holds %v", withBase, held)
+		held := func(d digest.Digest) bool { return dst.Holds(res.Lease, d) }
+		if !held(r.ref.Layers[0].Digest) || !held(res.Artifact.Digest) || held(r.base.Digest) != withBase {
+			t.Errorf("withBase %t: run lease holds diff %t, artifact %t, base %t", withBase,
+				held(r.ref.Layers[0].Digest), held(res.Artifact.Digest), held(r.base.Digest))
 		}
-		if len(dst.leases) != 1 {
-			t.Errorf("temporary lease left: %v", dst.leases)
+		if len(dst.Leases()) != 1 {
+			t.Errorf("temporary lease left: %v", dst.Leases())
 		}
 	}
 }
@@ -120,23 +146,23 @@ func TestExportImport(t *testing.T) {
 // TestImportRefusesCorruptDiff: a diff whose bytes are what the signed
 // ref names but whose decompression is not its diffID passes every check
 // an archive can be given by name and size, and is refused by the layer
-// verifier: ErrArtifactRefused and snapshot.ErrDiffCorrupt, nothing held,
+// verifier: migrate.ErrArtifactRefused and snapshot.ErrDiffCorrupt, nothing held,
 // the temporary lease's blobs collected.
 func TestImportRefusesCorruptDiff(t *testing.T) {
 	r := newRun(t, func(ref *snapshot.Ref) { ref.Layers[0].DiffID = digest.FromString("another tar") })
 	archive := r.exported(t, false)
-	dst := newMemStore()
-	_, err := Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
-	if !errors.Is(err, ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) || !strings.Contains(err.Error(), "diffID") {
-		t.Fatalf("Import = %v, want ErrArtifactRefused and snapshot.ErrDiffCorrupt naming the diffID", err)
+	dst := fake.New()
+	_, err := migrate.Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
+	if !errors.Is(err, migrate.ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) || !strings.Contains(err.Error(), "diffID") {
+		t.Fatalf("Import = %v, want migrate.ErrArtifactRefused and snapshot.ErrDiffCorrupt naming the diffID", err)
 	}
-	if len(dst.leases) != 0 || len(dst.blobs) != 0 {
-		t.Errorf("a refused import left leases %v and %d blobs", dst.leases, len(dst.blobs))
+	if len(dst.Leases()) != 0 || dst.Len() != 0 {
+		t.Errorf("a refused import left leases %v and %d blobs", dst.Leases(), dst.Len())
 	}
 	// And an untrusted ref is refused before anything is stored.
-	_, err = Import(context.Background(), dst, bytes.NewReader(archive), envelope.NewKeyRing())
-	if !errors.Is(err, envelope.ErrSignature) || len(dst.blobs) != 0 {
-		t.Fatalf("untrusted: %v, %d blobs stored", err, len(dst.blobs))
+	_, err = migrate.Import(context.Background(), dst, bytes.NewReader(archive), envelope.NewKeyRing())
+	if !errors.Is(err, envelope.ErrSignature) || dst.Len() != 0 {
+		t.Fatalf("untrusted: %v, %d blobs stored", err, dst.Len())
 	}
 }
 
@@ -144,13 +170,13 @@ func TestImportRefusesCorruptDiff(t *testing.T) {
 // gone from the store cannot be exported.
 func TestExportRefusesMissingContent(t *testing.T) {
 	r := newRun(t, nil)
-	delete(r.store.blobs, r.ref.Layers[0].Digest)
-	if _, err := Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, ErrSnapshotMissing) {
-		t.Errorf("no diff: %v, want ErrSnapshotMissing", err)
+	r.store.Delete(r.ref.Layers[0].Digest)
+	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, migrate.ErrSnapshotMissing) {
+		t.Errorf("no diff: %v, want migrate.ErrSnapshotMissing", err)
 	}
 	r = newRun(t, nil)
-	delete(r.store.blobs, r.base.Digest)
-	if _, err := Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, snapshot.ErrImageUnresolved) {
+	r.store.Delete(r.base.Digest)
+	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, snapshot.ErrImageUnresolved) {
 		t.Errorf("no base: %v, want snapshot.ErrImageUnresolved", err)
 	}
 }
@@ -160,64 +186,63 @@ func TestExportRefusesMissingContent(t *testing.T) {
 // verified; a registry serving another diff is refused.
 func TestPushPull(t *testing.T) {
 	r := newRun(t, nil)
-	reg := &memRegistry{remote: newMemStore(), local: r.store, tags: map[string]ocispec.Descriptor{}}
-	target, err := ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
+	reg := fake.NewRegistry(r.store)
+	target, err := migrate.ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pres, err := Push(context.Background(), r.store, reg, r.file, target)
+	pres, err := migrate.Push(context.Background(), r.store, reg, r.file, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pres.Base) != 1 || pres.Base[0] != r.base.Digest.String() || len(reg.pushes) != 2 || !strings.HasPrefix(reg.pushes[0], "reg.example/runs@") {
-		t.Fatalf("Push = %+v, pushes %v", pres, reg.pushes)
+	if len(pres.Base) != 1 || pres.Base[0] != r.base.Digest.String() || len(reg.Pushes()) != 2 || !strings.HasPrefix(reg.Pushes()[0], "reg.example/runs@") {
+		t.Fatalf("Push = %+v, pushes %v", pres, reg.Pushes())
 	}
-	dst := newMemStore()
-	reg.local = dst
-	res, err := Pull(context.Background(), dst, reg, target, r.trust)
+	dst := fake.New()
+	reg.Local = dst
+	res, err := migrate.Pull(context.Background(), dst, reg, target, r.trust)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Run != r.ref.Run || res.BaseFrom != "reg.example/runs@"+r.base.Digest.String() || !bytes.Equal(res.RefFile, r.file) {
 		t.Fatalf("Pull = %+v", res)
 	}
-	held := dst.leases[res.Lease]
-	if !held[r.ref.Layers[0].Digest] || !held[r.base.Digest] {
-		t.Errorf("run lease holds %v", held)
+	if !dst.Holds(res.Lease, r.ref.Layers[0].Digest) || !dst.Holds(res.Lease, r.base.Digest) {
+		t.Errorf("run lease holds diff %t, base %t", dst.Holds(res.Lease, r.ref.Layers[0].Digest), dst.Holds(res.Lease, r.base.Digest))
 	}
 
 	// The registry now serves other bytes under the diff's digest: the
 	// transport's check stops them, nothing is held.
-	evil := newMemStore()
-	reg.local = evil
-	good := reg.remote.blobs[r.ref.Layers[0].Digest]
-	reg.remote.blobs[r.ref.Layers[0].Digest] = good[:len(good)-1]
-	if _, err := Pull(context.Background(), evil, reg, target, r.trust); err == nil || len(evil.leases) != 0 {
-		t.Fatalf("Pull of a changed diff: %v, leases %v", err, evil.leases)
+	evil := fake.New()
+	reg.Local = evil
+	good, _ := reg.Remote.Blob(r.ref.Layers[0].Digest)
+	reg.Remote.Set(r.ref.Layers[0].Digest, good[:len(good)-1])
+	if _, err := migrate.Pull(context.Background(), evil, reg, target, r.trust); err == nil || len(evil.Leases()) != 0 {
+		t.Fatalf("Pull of a changed diff: %v, leases %v", err, evil.Leases())
 	}
-	reg.remote.blobs[r.ref.Layers[0].Digest] = good
+	reg.Remote.Set(r.ref.Layers[0].Digest, good)
 }
 
 // TestPullRefusesCorruptDiff: a signed ref whose diffID is not its diff's
 // is refused by the layer verifier after the fetch, as import refuses it.
 func TestPullRefusesCorruptDiff(t *testing.T) {
 	r := newRun(t, func(ref *snapshot.Ref) { ref.Layers[0].UncompressedSize++ })
-	reg := &memRegistry{remote: newMemStore(), local: r.store, tags: map[string]ocispec.Descriptor{}}
-	target, err := ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
+	reg := fake.NewRegistry(r.store)
+	target, err := migrate.ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Push(context.Background(), r.store, reg, r.file, target); err != nil {
+	if _, err := migrate.Push(context.Background(), r.store, reg, r.file, target); err != nil {
 		t.Fatal(err)
 	}
-	dst := newMemStore()
-	reg.local = dst
-	_, err = Pull(context.Background(), dst, reg, target, r.trust)
-	if !errors.Is(err, ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) {
-		t.Fatalf("Pull = %v, want ErrArtifactRefused and snapshot.ErrDiffCorrupt", err)
+	dst := fake.New()
+	reg.Local = dst
+	_, err = migrate.Pull(context.Background(), dst, reg, target, r.trust)
+	if !errors.Is(err, migrate.ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) {
+		t.Fatalf("Pull = %v, want migrate.ErrArtifactRefused and snapshot.ErrDiffCorrupt", err)
 	}
-	if len(dst.leases) != 0 || len(dst.blobs) != 0 {
-		t.Errorf("a refused pull left leases %v and %d blobs", dst.leases, len(dst.blobs))
+	if len(dst.Leases()) != 0 || dst.Len() != 0 {
+		t.Errorf("a refused pull left leases %v and %d blobs", dst.Leases(), dst.Len())
 	}
 }
 
@@ -229,22 +254,22 @@ func TestParseRemoteRef(t *testing.T) {
 		"[::1]:5000/runs:a": true, "127.1.2.3/r:a": true,
 		"reg.example/runs:a": false, "10.0.0.1:5000/runs:a": false, "runs:a": false, "localhost.example/r:a": false,
 	} {
-		r, err := ParseRemoteRef(ref, false)
+		r, err := migrate.ParseRemoteRef(ref, false)
 		if err != nil || r.Loopback != loop {
-			t.Errorf("ParseRemoteRef(%q) = %+v, %v; want loopback %t", ref, r, err, loop)
+			t.Errorf("migrate.ParseRemoteRef(%q) = %+v, %v; want loopback %t", ref, r, err, loop)
 		}
 	}
-	if r, err := ParseRemoteRef("reg.example/runs", false); err != nil || !r.Bare() || r.Tag() != "" {
+	if r, err := migrate.ParseRemoteRef("reg.example/runs", false); err != nil || !r.Bare() || r.Tag() != "" {
 		t.Errorf("a bare repository (push tags the generation, pull --run): %+v, %v", r, err)
 	}
-	if r, err := ParseRemoteRef("reg.example/runs:t", false); err != nil || r.Bare() || r.Tag() != "t" {
+	if r, err := migrate.ParseRemoteRef("reg.example/runs:t", false); err != nil || r.Bare() || r.Tag() != "t" {
 		t.Errorf("a tagged reference: %+v, %v", r, err)
 	}
 	d := "reg.example/runs@" + digest.FromString("x").String()
-	if _, err := ParseRemoteRef(d, false); err == nil {
+	if _, err := migrate.ParseRemoteRef(d, false); err == nil {
 		t.Error("a digest reference was accepted for push")
 	}
-	if _, err := ParseRemoteRef(d, true); err != nil {
+	if _, err := migrate.ParseRemoteRef(d, true); err != nil {
 		t.Errorf("a digest reference for pull: %v", err)
 	}
 }
@@ -254,44 +279,45 @@ func TestParseRemoteRef(t *testing.T) {
 // tags is the one pulled, whatever the order the registry lists them in.
 func TestRunsByGeneration(t *testing.T) {
 	r := newRun(t, nil)
-	reg := &memRegistry{remote: newMemStore(), local: r.store, tags: map[string]ocispec.Descriptor{}}
-	repo, err := ParseRemoteRef("reg.example/runs", false)
+	reg := fake.NewRegistry(r.store)
+	repo, err := migrate.ParseRemoteRef("reg.example/runs", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pres, err := Push(context.Background(), r.store, reg, r.file, repo)
+	pres, err := migrate.Push(context.Background(), r.store, reg, r.file, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "reg.example/runs:" + r.ref.Run + ".g1"; pres.Target != want || reg.tags[want].Digest != pres.Artifact.Digest {
-		t.Fatalf("a push without a tag went to %s (tags %v), want %s", pres.Target, reg.tags, want)
+	tagged, err := reg.Resolve(context.Background(), pres.Target)
+	if want := "reg.example/runs:" + r.ref.Run + ".g1"; pres.Target != want || err != nil || tagged.Digest != pres.Artifact.Digest {
+		t.Fatalf("a push without a tag went to %s (%v), want %s", pres.Target, err, want)
 	}
 	// Generations 3 and 2 (the same artifact under other tags) and noise.
 	for _, tag := range []string{".g3", ".g2", ".g03", ".gx", "0.g9"} {
-		reg.tags["reg.example/runs:"+r.ref.Run+tag] = reg.tags[pres.Target]
+		reg.Tag("reg.example/runs:"+r.ref.Run+tag, tagged)
 	}
-	dst := newMemStore()
-	reg.local = dst
-	res, err := Pull(context.Background(), dst, reg, repo, r.trust, WithRun(r.ref.Run))
+	dst := fake.New()
+	reg.Local = dst
+	res, err := migrate.Pull(context.Background(), dst, reg, repo, r.trust, migrate.WithRun(r.ref.Run))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "reg.example/runs:" + r.ref.Run + ".g3"; res.Source != want {
 		t.Errorf("pulled %s, want %s", res.Source, want)
 	}
-	if _, err := Pull(context.Background(), newMemStore(), reg, repo, r.trust); !errors.Is(err, errdefs.ErrInvalidArgument) {
+	if _, err := migrate.Pull(context.Background(), fake.New(), reg, repo, r.trust); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("a bare pull without a run: %v, want invalid-argument", err)
 	}
-	_, err = Pull(context.Background(), newMemStore(), reg, repo, r.trust, WithRun("other"))
+	_, err = migrate.Pull(context.Background(), fake.New(), reg, repo, r.trust, migrate.WithRun("other"))
 	if !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), "reg.example/runs") || !strings.Contains(err.Error(), "other") {
 		t.Errorf("a run with no tag: %v, want not-found naming the repository and the run", err)
 	}
 	d := "reg.example/runs@" + digest.FromString("x").String()
-	dref, err := ParseRemoteRef(d, true)
+	dref, err := migrate.ParseRemoteRef(d, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Push(context.Background(), r.store, reg, r.file, dref); !errors.Is(err, errdefs.ErrInvalidArgument) {
+	if _, err := migrate.Push(context.Background(), r.store, reg, r.file, dref); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("a push to a digest: %v", err)
 	}
 }
@@ -314,12 +340,12 @@ func TestLatestGenerationTag(t *testing.T) {
 		{[]string{"a.g1.g2", "a.g5"}, "a.g1", "a.g1.g2", 2, true}, //
 		{[]string{"run.g99999999999999999999999"}, "run", "", 0, false},
 	} {
-		tag, gen, ok := LatestGenerationTag(tc.tags, tc.run)
+		tag, gen, ok := migrate.LatestGenerationTag(tc.tags, tc.run)
 		if tag != tc.tag || gen != tc.gen || ok != tc.ok {
-			t.Errorf("LatestGenerationTag(%q, %q) = %q %d %v; want %q %d %v", tc.tags, tc.run, tag, gen, ok, tc.tag, tc.gen, tc.ok)
+			t.Errorf("migrate.LatestGenerationTag(%q, %q) = %q %d %v; want %q %d %v", tc.tags, tc.run, tag, gen, ok, tc.tag, tc.gen, tc.ok)
 		}
 	}
-	if g := GenerationTag("run-7", 3); g != "run-7.g3" {
+	if g := migrate.GenerationTag("run-7", 3); g != "run-7.g3" {
 		t.Errorf("GenerationTag: %s", g)
 	}
 }

@@ -197,10 +197,9 @@ func (s *state) claim(ctx context.Context) (string, error) {
 func (s *state) predicted(replaced *ledger.Holder) string {
 	cc := s.cc
 	d := fmt.Sprintf("run %q generation %d (ref %s) may be claimed for %s: ", cc.run, cc.gen, cc.ref, cc.target)
-	switch {
-	case cc.rec == nil:
+	if cc.rec == nil {
 		d += "the ledger has no record of the run"
-	default:
+	} else {
 		d += "the record is " + cc.rec.String()
 	}
 	switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +15,7 @@ import (
 // (a tombstone), with --purge its Purge, then what the run holds in
 // containerd on this host (the run lease, the previous release's claim
 // lease, stopped incarnations) is deleted.
-func newDiscardCmd(g *globalOptions) *cobra.Command {
+func newDiscardCmd(a *app) *cobra.Command {
 	var run string
 	var opt resume.DiscardOptions
 	cmd := &cobra.Command{
@@ -33,47 +34,40 @@ incarnations; a running incarnation is kept and named.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if run == "" {
-				return usageErrorf("discard: --run is required")
-			}
+		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if !snapshot.ValidRunID(run) {
-				return usageErrorf("discard: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", run, snapshot.MaxRunIDLen)
+				return nil, usageErrorf("discard: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", run, snapshot.MaxRunIDLen)
 			}
-			ctx := cmd.Context()
-			rt, err := g.connect(ctx)
+			rt, err := s.runtime()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer rt.Close()
-			l, err := g.openLedger(ctx)
+			l, err := s.ledger()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer l.Close()
-			res, err := resume.Discard(ctx, l, rt, run, opt)
+			res, err := resume.Discard(s.ctx, l, rt, run, opt)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), res)
+			return &result{JSON: res, Text: func(w, _ io.Writer) error {
+				fmt.Fprintf(w, "run %s: %s\n", res.Run, res.State)
+				for _, id := range res.Deleted {
+					fmt.Fprintf(w, "deleted %s\n", id)
+				}
+				for _, id := range res.Kept {
+					fmt.Fprintf(w, "kept %s: its task runs (stop and delete it; it can no longer record a generation)\n", id)
+				}
 				return nil
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "run %s: %s\n", res.Run, res.State)
-			for _, id := range res.Deleted {
-				fmt.Fprintf(w, "deleted %s\n", id)
-			}
-			for _, id := range res.Kept {
-				fmt.Fprintf(w, "kept %s: its task runs (stop and delete it; it can no longer record a generation)\n", id)
-			}
-			return nil
-		},
+			}}, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&run, "run", "", "run id (required)")
 	f.BoolVar(&opt.Force, "force", false, "discard a live or resuming run too, fencing its holder out")
 	f.BoolVar(&opt.Purge, "purge", false, "then purge the tombstone (only the run id and its fence are kept)")
-	addLedgerFlags(cmd, g)
+	_ = cmd.MarkFlagRequired("run")
+	addDaemonFlags(cmd, a)
+	addLedgerFlags(cmd, a)
 	return cmd
 }

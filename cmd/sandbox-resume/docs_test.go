@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,20 +19,18 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
-var updateDocs = flag.Bool("update", false, "rewrite docs/ from the code (go test ./cmd/sandbox-resume -run TestDocs -update)")
-
 // docsDir is docs/ at the module root, seen from this package.
 const docsDir = "../../docs"
 
-// TestDocs generates the reference docs (DESIGN "CLI contract"; issue 9
-// item 4) into a temporary directory and fails when docs/ differs: the CLI
+// TestDocs generates the reference docs (docs/design.md "CLI contract")
+// into a temporary directory and fails when docs/ differs: the CLI
 // reference from the cobra command tree (cobra/doc), the exit-code table
 // from exitcode.Codes, the property class table from
 // envmanifest.Properties and the reserved-environment list from
 // envmanifest.DefaultReservedEnv. With -update it rewrites docs/ instead.
 func TestDocs(t *testing.T) {
 	// Flag defaults come from the environment; document the built-in ones.
-	for _, v := range []string{"CONTAINERD_ADDRESS", "CONTAINERD_NAMESPACE", "SANDBOX_RESUME_HOST_ID"} {
+	for _, v := range []string{"CONTAINERD_ADDRESS", "CONTAINERD_NAMESPACE", "SANDBOX_RESUME_HOST_ID", envLedger} {
 		t.Setenv(v, "")
 	}
 	gen := t.TempDir()
@@ -46,7 +44,7 @@ func TestDocs(t *testing.T) {
 	if len(want) < 5 {
 		t.Fatalf("generated only %d files", len(want))
 	}
-	if *updateDocs {
+	if *update {
 		if err := os.RemoveAll(filepath.Join(docsDir, "cli")); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +118,7 @@ func generateDocs(dir string) error {
 	if err := os.MkdirAll(cli, 0o755); err != nil {
 		return err
 	}
-	root := newRootCmd(&globalOptions{})
+	root := newRootCmd(newApp(nil, io.Discard, io.Discard))
 	root.DisableAutoGenTag = true // no date: the output is deterministic
 	if err := doc.GenMarkdownTree(root, cli); err != nil {
 		return fmt.Errorf("cobra/doc: %w", err)
@@ -146,7 +144,7 @@ func exitCodesDoc() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, generatedNote, "internal/exitcode (Codes and Class.Code)")
 	b.WriteString("# Exit codes\n\n")
-	b.WriteString("Every `sandbox-resume` command exits with one of these codes (DESIGN \"CLI contract\"). " +
+	b.WriteString("Every `sandbox-resume` command exits with one of these codes (docs/design.md \"CLI contract\"). " +
 		"Under `--output json` a failure that is not a verdict prints `{\"error\": {\"class\", \"message\", \"refusals\"?}}` on stdout.\n\n")
 	b.WriteString("| code | meaning |\n|---|---|\n")
 	for _, e := range exitcode.Codes {
@@ -173,7 +171,7 @@ func propertiesDoc() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, generatedNote, "envmanifest.Properties, the property class table")
 	b.WriteString("# devcontainer.json property classes\n\n")
-	b.WriteString("Every top-level member of devcontainer.json falls in exactly one class (DESIGN \"Ingestion\"). " +
+	b.WriteString("Every top-level member of devcontainer.json falls in exactly one class (docs/design.md \"Ingestion\"). " +
 		"Names are case-sensitive: anything not listed here, including a case variant such as `Image`, is refused " +
 		"with class `unknown-property`. A refused member is refused whatever its value (`\"privileged\": false` too), " +
 		"and every refusal names its JSON Pointer.\n\n")

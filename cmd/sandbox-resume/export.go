@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -9,10 +10,10 @@ import (
 )
 
 // newExportCmd is `export --ref ref.json --out run.tar [--with-base]`
-// (DESIGN "Moving runs"): migrate.ExportFile writes the run's migration
+// (docs/design.md "Moving runs"): migrate.ExportFile writes the run's migration
 // artifact from the daemon's content store as an OCI layout archive,
 // atomically.
-func newExportCmd(g *globalOptions) *cobra.Command {
+func newExportCmd(a *app) *cobra.Command {
 	var ref, out string
 	var withBase bool
 	cmd := &cobra.Command{
@@ -31,41 +32,37 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if ref == "" || out == "" {
-				return usageErrorf("export: --ref and --out are required")
-			}
+		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			refFile, err := readInput(ref)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			ctx := cmd.Context()
-			rt, err := g.connect(ctx)
+			rt, err := s.runtime()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer rt.Close()
-			popts, done := moveProgress(cmd)
-			res, err := migrate.ExportFile(ctx, rt, refFile, out, withBase, popts...)
+			popts, done := moveProgress(s.cmd)
+			res, err := migrate.ExportFile(s.ctx, rt, refFile, out, withBase, popts...)
 			done()
 			if err != nil {
-				return fmt.Errorf("export %s: %w", ref, err)
+				return nil, fmt.Errorf("export %s: %w", ref, err)
 			}
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), res)
+			return &result{JSON: res, Text: func(w, _ io.Writer) error {
+				fmt.Fprintf(w, "exported run %s to %s (%d bytes): artifact %s", res.Run, res.Path, res.Size, res.Artifact.Digest)
+				if len(res.Base) > 0 {
+					fmt.Fprintf(w, ", base %s", res.Base[0])
+				}
+				fmt.Fprintln(w)
 				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "exported run %s to %s (%d bytes): artifact %s", res.Run, res.Path, res.Size, res.Artifact.Digest)
-			if len(res.Base) > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), ", base %s", res.Base[0])
-			}
-			fmt.Fprintln(cmd.OutOrStdout())
-			return nil
-		},
+			}}, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&ref, "ref", "", "SnapshotRef file written by suspend (required)")
 	f.StringVar(&out, "out", "", "archive file to write (required)")
 	f.BoolVar(&withBase, "with-base", false, "include the base image in the archive")
+	_ = cmd.MarkFlagRequired("ref")
+	_ = cmd.MarkFlagRequired("out")
+	addDaemonFlags(cmd, a)
 	return cmd
 }

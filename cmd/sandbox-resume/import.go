@@ -2,17 +2,18 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 )
 
-// newImportCmd is `import run.tar --trust PUB|DIR [--out ref.json]` (DESIGN
-// "Moving runs"): migrate.ImportFile pre-scans the archive,
+// newImportCmd is `import run.tar --trust PUB|DIR [--out ref.json]`
+// (docs/design.md "Moving runs"): migrate.ImportFile pre-scans the archive,
 // verifies its ref, imports it under the run lease and verifies every blob
 // and the diff's diffID.
-func newImportCmd(g *globalOptions) *cobra.Command {
+func newImportCmd(a *app) *cobra.Command {
 	var trustPath, out string
 	cmd := &cobra.Command{
 		Use:   "import run.tar --trust PUB|DIR [--out ref.json]",
@@ -31,44 +32,39 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if trustPath == "" {
-				return usageErrorf("import: --trust PUB|DIR is required")
-			}
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			trust, err := loadTrust(trustPath)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			ctx := cmd.Context()
-			rt, err := g.connect(ctx)
+			rt, err := s.runtime()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer rt.Close()
-			popts, done := moveProgress(cmd)
-			res, err := migrate.ImportFile(ctx, rt, args[0], trust, out, popts...)
+			popts, done := moveProgress(s.cmd)
+			res, err := migrate.ImportFile(s.ctx, rt, args[0], trust, out, popts...)
 			done()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), res)
+			return &result{JSON: res, Text: func(w, _ io.Writer) error {
+				pinned := "unpinned"
+				if res.Pinned {
+					pinned = "pinned"
+				}
+				fmt.Fprintf(w, "imported run %s (%s, %s): artifact %s, %d blobs held by lease %s\n",
+					res.Run, res.Manifest, pinned, res.Artifact.Digest, res.Blobs, res.Lease)
+				if out != "" {
+					fmt.Fprintf(w, "wrote %s\n", out)
+				}
 				return nil
-			}
-			pinned := "unpinned"
-			if res.Pinned {
-				pinned = "pinned"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported run %s (%s, %s): artifact %s, %d blobs held by lease %s\n",
-				res.Run, res.Manifest, pinned, res.Artifact.Digest, res.Blobs, res.Lease)
-			if out != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
-			}
-			return nil
-		},
+			}}, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&trustPath, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys (required)")
 	f.StringVar(&out, "out", "", "write the verified ref file here")
+	_ = cmd.MarkFlagRequired("trust")
+	addDaemonFlags(cmd, a)
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"syscall"
 
@@ -11,44 +12,43 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 )
 
-// newKeygenCmd is `keygen --out PREFIX [--force]` (DESIGN "CLI contract"):
-// writes PREFIX.key (PKCS#8 PEM, 0600) and PREFIX.pub (PKIX PEM); refuses to
-// overwrite either without --force (exit 2).
-func newKeygenCmd(g *globalOptions) *cobra.Command {
+// newKeygenCmd is `keygen --out PREFIX [--force]` (docs/design.md "CLI
+// contract"): writes PREFIX.key (PKCS#8 PEM, 0600) and PREFIX.pub (PKIX
+// PEM); refuses to overwrite either without --force (exit 2).
+func newKeygenCmd(a *app) *cobra.Command {
 	var out string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "keygen --out PREFIX [--force]",
 		Short: "Generate an Ed25519 signing key pair: PREFIX.key (PKCS#8 PEM, 0600) and PREFIX.pub (PKIX PEM)",
 		Args:  sigArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return usageErrorf("keygen: --out PREFIX is required")
-			}
+		RunE: a.command(func(_ *session, _ []string) (*result, error) {
 			pubPath, keyPath, err := envelope.WriteKeyPair(out, force)
 			switch {
 			case errors.Is(err, envelope.ErrKeyExists):
-				return fmt.Errorf("%w (use --force to overwrite)", err)
+				return nil, fmt.Errorf("%w (use --force to overwrite)", err)
 			case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-				return badInput(err) // --out names a directory that is not there
+				return nil, badInput(err) // --out names a directory that is not there
 			case err != nil:
-				return err
+				return nil, err
 			}
 			pub, err := envelope.LoadPublicKey(pubPath)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			keyid := envelope.KeyID(pub)
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), map[string]string{"key": keyPath, "pub": pubPath, "keyid": keyid})
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n%s\n", keyPath, pubPath, keyid)
-			return nil
-		},
+			return &result{
+				JSON: map[string]string{"key": keyPath, "pub": pubPath, "keyid": keyid},
+				Text: func(w, _ io.Writer) error {
+					_, err := fmt.Fprintf(w, "%s\n%s\n%s\n", keyPath, pubPath, keyid)
+					return err
+				},
+			}, nil
+		}),
 	}
-	cmd.Flags().StringVar(&out, "out", "", "output prefix: writes PREFIX.key and PREFIX.pub")
+	cmd.Flags().StringVar(&out, "out", "", "output prefix: writes PREFIX.key and PREFIX.pub (required)")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing PREFIX.key / PREFIX.pub")
+	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 

@@ -34,8 +34,9 @@ type ledgerOptions struct {
 // envLedger is the environment variable that sets --ledger's default.
 const envLedger = "SANDBOX_RESUME_LEDGER"
 
-// addLedgerFlags registers the ledger flags on cmd, bound to g.ledger.
-func addLedgerFlags(cmd *cobra.Command, g *globalOptions) {
+// addLedgerFlags registers the ledger flags on cmd, bound to a.flags.ledger.
+func addLedgerFlags(cmd *cobra.Command, a *app) {
+	g := &a.flags
 	f := cmd.Flags()
 	f.StringVar(&g.ledger.target, "ledger", envOr(envLedger, ledger.DefaultPath),
 		"run ledger: a bolt file PATH, or etcd://HOST:PORT[,HOST:PORT…][/PREFIX] ($"+envLedger+")")
@@ -69,7 +70,8 @@ func (o ledgerOptions) validate() error {
 	return nil
 }
 
-// openLedger opens the ledger the global flags name: an etcd://… URL is
+// openLedger opens the ledger the ledger flags name (validated: see
+// session.ledger): an etcd://… URL is
 // ledger/etcd (TLS files from --ledger-cacert/--ledger-cert/--ledger-key,
 // claim TTL from --ledger-claim-ttl); anything else is the path of a
 // ledger/bolt file. Both wait at most --ledger-timeout per call. Opening a
@@ -79,11 +81,7 @@ func (o ledgerOptions) validate() error {
 //
 // This is the one place a ledger backend is chosen: a new backend is a new
 // case here.
-func (g *globalOptions) openLedger(_ context.Context) (ledger.Ledger, error) {
-	o := g.ledger
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
+func openLedger(_ context.Context, o ledgerOptions) (ledger.Ledger, error) {
 	switch {
 	case o.isEtcdLedger():
 		cfg, err := etcd.ParseURL(o.target)
@@ -101,16 +99,4 @@ func (g *globalOptions) openLedger(_ context.Context) (ledger.Ledger, error) {
 	default:
 		return bolt.New(o.target, bolt.WithTimeout(o.timeout)), nil
 	}
-}
-
-// ledgerName names the configured ledger in messages: the bolt file or the
-// etcd URL.
-func (o ledgerOptions) ledgerName() string {
-	if o.isEtcdLedger() {
-		return o.target
-	}
-	if o.target == "" {
-		return ledger.DefaultPath
-	}
-	return o.target
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
-	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -22,7 +20,7 @@ import (
 // the seam to the image-metadata check of issue 18: while it is nil, lint
 // resolves the image (an unresolved name is still exit 5) and reports the
 // label as not checked.
-var checkImageMetadata func(ctx context.Context, rt *containerd.Runtime, base snapshot.Base) ([]envmanifest.Refusal, error)
+var checkImageMetadata func(ctx context.Context, rt Runtime, base snapshot.Base) ([]envmanifest.Refusal, error)
 
 // lintOutput is the `lint --output json` object: the report, and "error"
 // (class "refused" or "image-metadata") exactly when the exit code is 2.
@@ -51,7 +49,7 @@ type lintFixOutput struct {
 // (docs/design.md "Adoption: lint and pin"): envmanifest.Lint, with the
 // image checked through containerd when --address is given or
 // $CONTAINERD_ADDRESS is set.
-func newLintCmd(g *globalOptions) *cobra.Command {
+func newLintCmd(a *app) *cobra.Command {
 	var lockfile, policy string
 	var fix bool
 	cmd := &cobra.Command{
@@ -90,61 +88,58 @@ for a hand edit).`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			reserved, err := envmanifest.LoadPolicy(policy)
 			if err != nil {
-				return usageErrorf("--policy: %v", err)
+				return nil, usageErrorf("--policy: %v", err)
 			}
-			ctx := cmd.Context()
 			opts := envmanifest.LintOptions{Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Fix: fix}
-			if cmd.Flags().Changed("address") || os.Getenv("CONTAINERD_ADDRESS") != "" {
-				rt, err := g.connect(ctx)
+			if s.cmd.Flags().Changed("address") || os.Getenv("CONTAINERD_ADDRESS") != "" {
+				rt, err := s.runtime()
 				if err != nil {
-					return err
+					return nil, err
 				}
-				defer rt.Close()
 				opts.Image = inspectImage(rt)
 			}
 			var res *envmanifest.LintResult
 			if args[0] == "-" {
-				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), strictjson.MaxInputBytes+1))
+				data, rerr := readStdin(s)
 				if rerr != nil {
-					return fmt.Errorf("read stdin: %w", rerr)
+					return nil, rerr
 				}
-				res, err = envmanifest.Lint(ctx, data, opts)
+				res, err = envmanifest.Lint(s.ctx, data, opts)
 			} else {
-				res, err = envmanifest.LintFile(ctx, args[0], opts)
+				res, err = envmanifest.LintFile(s.ctx, args[0], opts)
 			}
 			if errors.Is(err, envmanifest.ErrImageUnresolved) {
-				return &exitError{class: exitcode.ClassImageUnresolved, err: err}
+				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
-			out := lintReport(res)
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), out)
-			} else {
-				writeLintText(cmd.OutOrStdout(), res)
+			out := &result{
+				JSON: lintReport(res),
+				Text: func(w, _ io.Writer) error { writeLintText(w, res); return nil },
 			}
 			if !res.OK() {
-				// Reported in full above; "image-metadata" (2) is only in the
+				// Reported in full; "image-metadata" (2) is only in the
 				// JSON report's error.class until internal/exitcode has it.
-				return &exitError{class: exitcode.ClassRefused}
+				out.Class = exitcode.ClassRefused
 			}
-			return nil
-		},
+			return out, nil
+		}),
 	}
 	cmd.Flags().StringVar(&lockfile, "lockfile", "", "devcontainer-lock.json to pin features with (default: discovered beside PATH)")
 	cmd.Flags().StringVar(&policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
 	cmd.Flags().BoolVar(&fix, "fix", false, "rewrite PATH without the refused members lint can remove (comments and layout kept)")
+	addDaemonFlags(cmd, a)
 	return cmd
 }
 
 // inspectImage is lint's envmanifest.ImageInspector over rt: the image
 // resolved for the host platform (the index digest when the name is an
 // index), and its label through checkImageMetadata when there is one.
-func inspectImage(rt *containerd.Runtime) envmanifest.ImageInspector {
+func inspectImage(rt Runtime) envmanifest.ImageInspector {
 	return func(ctx context.Context, ref string) (*envmanifest.ImageReport, error) {
 		base, err := rt.ResolveImage(ctx, ref)
 		if err != nil {

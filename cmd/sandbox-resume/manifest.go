@@ -13,8 +13,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
-// manifestOutput is the `manifest --output json` object (DESIGN "CLI
-// contract"), members in the documented order.
+// manifestOutput is the `manifest --output json` object (docs/design.md
+// "CLI contract"), members in the documented order.
 type manifestOutput struct {
 	Address     string          `json:"address"`
 	Pinned      bool            `json:"pinned"`
@@ -27,7 +27,7 @@ type manifestOutput struct {
 // newManifestCmd builds `manifest [--lockfile F] PATH|-`: ingest a
 // devcontainer.json and print its address, pinned-ness, core and excluded
 // members. Refused input exits 2.
-func newManifestCmd(g *globalOptions) *cobra.Command {
+func newManifestCmd(a *app) *cobra.Command {
 	var lockfile, policy string
 	cmd := &cobra.Command{
 		Use:   "manifest [--lockfile F] [--policy P] PATH|-",
@@ -47,50 +47,61 @@ extends it (--policy FILE), or none (--policy none).`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			reserved, err := envmanifest.LoadPolicy(policy)
 			if err != nil {
-				return usageErrorf("--policy: %v", err)
+				return nil, usageErrorf("--policy: %v", err)
 			}
 			opts := envmanifest.Options{Lockfile: lockfile, Reserved: reserved}
 			var m *envmanifest.Manifest
 			if args[0] == "-" {
-				data, rerr := io.ReadAll(io.LimitReader(cmd.InOrStdin(), strictjson.MaxInputBytes+1))
+				data, rerr := readStdin(s)
 				if rerr != nil {
-					return fmt.Errorf("read stdin: %w", rerr)
+					return nil, rerr
 				}
 				m, err = envmanifest.Ingest(data, opts)
 			} else {
 				m, err = envmanifest.IngestFile(args[0], opts)
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if g.output == outputJSON {
-				return writeManifestJSON(cmd.OutOrStdout(), m, reserved)
-			}
-			return writeManifestText(cmd.OutOrStdout(), m, reserved)
-		},
+			return &result{
+				JSON: manifestJSON(m, reserved),
+				Text: func(w, _ io.Writer) error { return writeManifestText(w, m, reserved) },
+			}, nil
+		}),
 	}
 	cmd.Flags().StringVar(&lockfile, "lockfile", "", "devcontainer-lock.json to pin features with (default: discovered beside PATH)")
 	cmd.Flags().StringVar(&policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
 	return cmd
 }
 
-func writeManifestJSON(w io.Writer, m *envmanifest.Manifest, policy []string) error {
+// manifestJSON is the manifestOutput of m under policy.
+func manifestJSON(m *envmanifest.Manifest, policy []string) manifestOutput {
 	excluded := m.Excluded
 	if excluded == nil {
 		excluded = []string{}
 	}
-	writeJSON(w, manifestOutput{
+	return manifestOutput{
 		Address:     m.Address,
 		Pinned:      m.IsPinned(),
 		ImagePinned: m.ImagePinned(),
 		Manifest:    json.RawMessage(m.Canonical),
 		Excluded:    excluded,
 		Policy:      policy,
-	})
-	return nil
+	}
+}
+
+// readStdin reads a document given as "-" (at most
+// strictjson.MaxInputBytes and one byte, so that ingestion refuses a
+// longer one).
+func readStdin(s *session) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(s.stdin(), strictjson.MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	return data, nil
 }
 
 func writeManifestText(w io.Writer, m *envmanifest.Manifest, policy []string) error {

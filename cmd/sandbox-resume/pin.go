@@ -11,7 +11,6 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
 // pinOutput is the `pin --output json` object (docs/design.md "CLI
@@ -29,7 +28,7 @@ type pinOutput struct {
 // newPinCmd builds `pin [--lockfile F] [--policy P] [--write] PATH`
 // (docs/design.md "Adoption: lint and pin"): envmanifest.PinFile with the
 // image resolved through containerd at --address in --namespace.
-func newPinCmd(g *globalOptions) *cobra.Command {
+func newPinCmd(a *app) *cobra.Command {
 	var lockfile, policy string
 	var write bool
 	cmd := &cobra.Command{
@@ -55,20 +54,15 @@ digest yet.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			reserved, err := envmanifest.LoadPolicy(policy)
 			if err != nil {
-				return usageErrorf("--policy: %v", err)
+				return nil, usageErrorf("--policy: %v", err)
 			}
-			ctx := cmd.Context()
-			var rt *containerd.Runtime
-			defer func() {
-				if rt != nil {
-					rt.Close()
-				}
-			}()
+			// Containerd is dialled only when the image needs resolving.
 			resolve := func(ctx context.Context, ref string) (digest.Digest, error) {
-				if rt, err = g.connect(ctx); err != nil {
+				rt, err := s.runtime()
+				if err != nil {
 					return "", err
 				}
 				base, err := rt.ResolveImage(ctx, ref)
@@ -80,14 +74,14 @@ digest yet.`,
 				}
 				return base.ManifestDigest, nil
 			}
-			res, err := envmanifest.PinFile(ctx, args[0], envmanifest.PinOptions{
+			res, err := envmanifest.PinFile(s.ctx, args[0], envmanifest.PinOptions{
 				Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Write: write, Resolve: resolve,
 			})
 			if errors.Is(err, envmanifest.ErrImageUnresolved) {
-				return &exitError{class: exitcode.ClassImageUnresolved, err: err}
+				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out := pinOutput{Address: res.Manifest.Address, Pinned: res.Manifest.IsPinned(), Changed: res.Changed, Edits: res.Edits}
 			if out.Edits == nil {
@@ -96,28 +90,30 @@ digest yet.`,
 			if res.Written {
 				out.Written = args[0]
 			}
-			if g.output == outputJSON {
-				if !write {
-					doc := string(res.Document)
-					out.Document = &doc
-				}
-				writeJSON(cmd.OutOrStdout(), out)
-				return nil
-			}
-			summary := cmd.OutOrStdout()
 			if !write {
-				if _, err := cmd.OutOrStdout().Write(res.Document); err != nil {
-					return err
-				}
-				summary = cmd.ErrOrStderr()
+				doc := string(res.Document)
+				out.Document = &doc
 			}
-			writePinText(summary, args[0], out)
-			return nil
-		},
+			return &result{
+				JSON: out,
+				Text: func(stdout, stderr io.Writer) error {
+					summary := stdout
+					if !write {
+						if _, err := stdout.Write(res.Document); err != nil {
+							return err
+						}
+						summary = stderr
+					}
+					writePinText(summary, args[0], out)
+					return nil
+				},
+			}, nil
+		}),
 	}
 	cmd.Flags().StringVar(&lockfile, "lockfile", "", "devcontainer-lock.json to take feature digests from (default: discovered beside PATH)")
 	cmd.Flags().StringVar(&policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
 	cmd.Flags().BoolVar(&write, "write", false, "rewrite PATH in place instead of printing the pinned document")
+	addDaemonFlags(cmd, a)
 	return cmd
 }
 

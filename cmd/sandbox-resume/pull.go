@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
@@ -15,7 +16,7 @@ import (
 // REG/REPO --run RUN) --out ref.json` (docs/design.md "Moving runs"):
 // migrate.Pull fetches and verifies the artifact, and the base by digest
 // when it is missing.
-func newPullCmd(g *globalOptions) *cobra.Command {
+func newPullCmd(a *app) *cobra.Command {
 	var trustPath, out, run string
 	var rf registryFlags
 	cmd := &cobra.Command{
@@ -38,64 +39,56 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if trustPath == "" || out == "" {
-				return usageErrorf("pull: --trust and --out are required")
-			}
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			source, err := remoteArg("pull", args[0], true, rf.plainHTTP)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			var popts []migrate.Option
 			switch {
 			case run != "" && !source.Bare():
-				return usageErrorf("pull: --run needs a repository without tag or digest (REG/REPO), not %s", args[0])
+				return nil, usageErrorf("pull: --run needs a repository without tag or digest (REG/REPO), not %s", args[0])
 			case run != "" && !snapshot.ValidRunID(run):
-				return usageErrorf("pull: --run %q is not a run id ([a-z0-9]+([._-][a-z0-9]+)*, at most %d characters)", run, snapshot.MaxRunIDLen)
+				return nil, usageErrorf("pull: --run %q is not a run id ([a-z0-9]+([._-][a-z0-9]+)*, at most %d characters)", run, snapshot.MaxRunIDLen)
 			case run != "":
 				popts = append(popts, migrate.WithRun(run))
 			case source.Bare():
-				return usageErrorf("pull: %s names no tag or digest; give REG/REPO:TAG, or --run RUN for the run's latest generation", args[0])
+				return nil, usageErrorf("pull: %s names no tag or digest; give REG/REPO:TAG, or --run RUN for the run's latest generation", args[0])
 			}
 			trust, err := loadTrust(trustPath)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			tr, err := rf.transport(cmd, g)
+			rt, reg, err := rf.open(s)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			ctx := cmd.Context()
-			rt, err := g.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			progress, done := moveProgress(cmd)
-			res, err := migrate.Pull(ctx, rt, rt.Registry(tr), source, trust, append(popts, progress...)...)
+			progress, done := moveProgress(s.cmd)
+			res, err := migrate.Pull(s.ctx, rt, reg, source, trust, append(popts, progress...)...)
 			done()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
-				return err
+				return nil, err
 			}
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), res)
+			return &result{JSON: res, Text: func(w, _ io.Writer) error {
+				fmt.Fprintf(w, "pulled run %s from %s: artifact %s, held by lease %s", res.Run, res.Source, res.Artifact.Digest, res.Lease)
+				if res.BaseFrom != "" {
+					fmt.Fprintf(w, "; base pulled from %s", res.BaseFrom)
+				}
+				fmt.Fprintf(w, "\nwrote %s\n", out)
 				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pulled run %s from %s: artifact %s, held by lease %s", res.Run, res.Source, res.Artifact.Digest, res.Lease)
-			if res.BaseFrom != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "; base pulled from %s", res.BaseFrom)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", out)
-			return nil
-		},
+			}}, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&trustPath, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys (required)")
 	f.StringVar(&out, "out", "", "write the verified ref file here (required)")
 	f.StringVar(&run, "run", "", "with a bare REG/REPO: pull the highest generation tagged RUN.g<n>")
 	rf.add(f)
+	_ = cmd.MarkFlagRequired("trust")
+	_ = cmd.MarkFlagRequired("out")
+	addDaemonFlags(cmd, a)
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,7 @@ import (
 // "Moving runs"): migrate.Push sends the base by digest to the
 // same repository, then the artifact under the tag, or under
 // <run>.g<generation> when none is given.
-func newPushCmd(g *globalOptions) *cobra.Command {
+func newPushCmd(a *app) *cobra.Command {
 	var ref string
 	var rf registryFlags
 	cmd := &cobra.Command{
@@ -35,45 +36,36 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if ref == "" {
-				return usageErrorf("push: --ref is required")
-			}
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			target, err := remoteArg("push", args[0], false, rf.plainHTTP)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			refFile, err := readInput(ref)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			tr, err := rf.transport(cmd, g)
+			rt, reg, err := rf.open(s)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			ctx := cmd.Context()
-			rt, err := g.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			popts, done := moveProgress(cmd)
-			res, err := migrate.Push(ctx, rt, rt.Registry(tr), refFile, target, popts...)
+			popts, done := moveProgress(s.cmd)
+			res, err := migrate.Push(s.ctx, rt, reg, refFile, target, popts...)
 			done()
 			if err != nil {
-				return fmt.Errorf("push %s: %w", ref, err)
+				return nil, fmt.Errorf("push %s: %w", ref, err)
 			}
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), res)
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pushed run %s to %s: artifact %s; base by digest: %v\n", res.Run, res.Target, res.Artifact.Digest, res.Base)
-			return nil
-		},
+			return &result{JSON: res, Text: func(w, _ io.Writer) error {
+				_, err := fmt.Fprintf(w, "pushed run %s to %s: artifact %s; base by digest: %v\n", res.Run, res.Target, res.Artifact.Digest, res.Base)
+				return err
+			}}, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&ref, "ref", "", "SnapshotRef file written by suspend (required)")
 	rf.add(f)
+	_ = cmd.MarkFlagRequired("ref")
+	addDaemonFlags(cmd, a)
 	return cmd
 }
 

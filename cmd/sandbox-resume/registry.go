@@ -1,13 +1,10 @@
 package main
 
 import (
-	"log/slog"
-
 	"github.com/containerd/log"
-
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
 
@@ -26,32 +23,29 @@ func (f *registryFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.caCert, "registry-cacert", "", "PEM file of CA certificates trusted for the registry, in addition to the system pool")
 }
 
-// transport opens the credential store and CA file the flags name; a file
-// that is missing or does not decode is bad input (exit 2). Retries are
-// logged on the command's stderr under --debug.
-func (f *registryFlags) transport(cmd *cobra.Command, g *globalOptions) (*containerd.Transport, error) {
+// open opens the credential store and CA file the flags name — a file
+// that is missing or does not decode is bad input (exit 2), found before
+// containerd is dialled — then connects to containerd (s.runtime) and
+// returns the registry transport over it. Retries are logged on the
+// command's stderr under --debug.
+func (f *registryFlags) open(s *session) (Runtime, migrate.Registry, error) {
 	// containerd's resolver logs each failed request at info level on
 	// stderr (logrus); the error returned says it once. --debug keeps them.
-	if !g.debug {
+	if !s.app.flags.debug {
 		_ = log.SetLevel("warn")
 	}
 	tr, err := containerd.NewTransport(containerd.RegistryOptions{
 		ConfigFile: f.config,
 		CACertFile: f.caCert,
 		PlainHTTP:  f.plainHTTP,
-		Logger:     g.logger(cmd),
+		Logger:     s.logger(),
 	})
 	if err != nil {
-		return nil, badInput(err)
+		return nil, nil, badInput(err)
 	}
-	return tr, nil
-}
-
-// logger is the slog.Logger libraries log through: debug records on the
-// command's stderr under --debug, else nil (the libraries discard).
-func (g *globalOptions) logger(cmd *cobra.Command) *slog.Logger {
-	if !g.debug {
-		return nil
+	rt, err := s.runtime()
+	if err != nil {
+		return nil, nil, err
 	}
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return rt, rt.Registry(tr), nil
 }

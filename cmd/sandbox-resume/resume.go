@@ -12,7 +12,8 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
-// resumeOptions are the flags of `resume` (DESIGN "Resume decision").
+// resumeOptions are the flags of `resume` (docs/design.md "Resume
+// decision").
 type resumeOptions struct {
 	ref, config, trust, lockfile, container string
 	check, start, takeOver                  bool
@@ -26,7 +27,7 @@ type resumeOptions struct {
 // verdict's. With --check it only decides (resume.Decide: the ledger is
 // read, never written); without, resume.Resume claims the run in the ledger
 // and materializes it as a new container (--container, --start).
-func newResumeCmd(g *globalOptions) *cobra.Command {
+func newResumeCmd(a *app) *cobra.Command {
 	var o resumeOptions
 	cmd := &cobra.Command{
 		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--take-over] [--lockfile F]",
@@ -57,42 +58,35 @@ holding ${…} are not applied (listed in notApplied).`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
+		RunE: a.command(func(s *session, _ []string) (*result, error) {
+			if o.container != "" && !resume.ValidContainerID(o.container) {
+				return nil, usageErrorf("resume: --container %q is not a containerd identifier ([A-Za-z0-9]+([._-][A-Za-z0-9]+)*, at most 76 characters)", o.container)
 			}
 			req, err := resume.LoadRequest(o.ref, o.config, o.lockfile, o.trust)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			req.TakeOver = o.takeOver
-			ctx := cmd.Context()
-			rt, err := g.connect(ctx)
+			rt, err := s.runtime()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer rt.Close()
-			l, err := g.openLedger(ctx)
+			l, err := s.ledger()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer l.Close()
 			var v *resume.Verdict
 			if o.check {
-				v = resume.Decide(ctx, rt, l, req)
+				v = resume.Decide(s.ctx, rt, l, req)
 			} else {
-				v = resume.Resume(ctx, rt, l, rt, req, resume.ResumeOptions{Container: o.container, Start: o.start})
+				v = resume.Resume(s.ctx, rt, l, rt, req, resume.ResumeOptions{Container: o.container, Start: o.start})
 			}
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), v)
-			} else {
-				writeVerdictText(cmd.OutOrStdout(), v)
-			}
+			out := &result{JSON: v, Text: func(w, _ io.Writer) error { writeVerdictText(w, v); return nil }}
 			if !v.Accepted {
-				return &exitError{class: v.Class}
+				out.Class = v.Class
 			}
-			return nil
-		},
+			return out, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.ref, "ref", "", "SnapshotRef file written by suspend (required)")
@@ -103,30 +97,17 @@ holding ${…} are not applied (listed in notApplied).`,
 	f.BoolVar(&o.takeOver, "take-over", false, "take a live run from its holder (a lost host or container), fencing it out: an operator's decision")
 	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-resumed); not used by --check")
 	f.BoolVar(&o.start, "start", false, "start the resumed container's task; needs a resume without --check")
-	addLedgerFlags(cmd, g)
+	for _, name := range []string{"ref", "config", "trust"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	// --start and --container are about the container a resume creates;
+	// --check creates none.
+	cmd.MarkFlagsMutuallyExclusive("check", "start")
+	cmd.MarkFlagsMutuallyExclusive("check", "container")
+	addDaemonFlags(cmd, a)
+	addHostIDFlag(cmd, a)
+	addLedgerFlags(cmd, a)
 	return cmd
-}
-
-func (o *resumeOptions) validate() error {
-	var missing []string
-	for _, f := range []struct{ name, val string }{{"--ref", o.ref}, {"--config", o.config}, {"--trust", o.trust}} {
-		if f.val == "" {
-			missing = append(missing, f.name)
-		}
-	}
-	if len(missing) > 0 {
-		return usageErrorf("resume: %s required", strings.Join(missing, ", "))
-	}
-	if o.check && o.start {
-		return usageErrorf("resume: --start starts a materialized container and cannot be combined with --check")
-	}
-	if o.check && o.container != "" {
-		return usageErrorf("resume: --container names the container to create and cannot be combined with --check")
-	}
-	if o.container != "" && !resume.ValidContainerID(o.container) {
-		return usageErrorf("resume: --container %q is not a containerd identifier ([A-Za-z0-9]+([._-][A-Za-z0-9]+)*, at most 76 characters)", o.container)
-	}
-	return nil
 }
 
 // writeVerdictText prints the verdict for people: one line per check, the

@@ -47,11 +47,11 @@ func TestResumeCmdUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"resume", "--check"}, "--ref, --config, --trust required"},
-		{[]string{"resume", "--check", "--ref", ref, "--trust", pub}, "--config required"},
-		{[]string{"resume", "--check", "--container", "c1", "--ref", ref, "--config", cfg, "--trust", pub}, "--container"},
+		{[]string{"resume", "--check"}, `required flag(s) "config", "ref", "trust" not set`},
+		{[]string{"resume", "--check", "--ref", ref, "--trust", pub}, `required flag(s) "config" not set`},
+		{[]string{"resume", "--check", "--container", "c1", "--ref", ref, "--config", cfg, "--trust", pub}, "[check container] were all set"},
 		{[]string{"resume", "--container", "not/an id", "--ref", ref, "--config", cfg, "--trust", pub}, "not a containerd identifier"},
-		{[]string{"resume", "--check", "--start", "--ref", ref, "--config", cfg, "--trust", pub}, "--start"},
+		{[]string{"resume", "--check", "--start", "--ref", ref, "--config", cfg, "--trust", pub}, "[check start] were all set"},
 		{[]string{"resume", "--check", "--ref", ref, "--config", cfg, "--trust", pub, "extra"}, "unexpected argument"},
 		{[]string{"resume", "--check", "--bogus"}, "unknown flag"},
 	} {

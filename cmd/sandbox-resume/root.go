@@ -8,28 +8,12 @@ import (
 	"io"
 	"os"
 
-	"github.com/containerd/errdefs"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
-	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
-
-// globalOptions holds the flags every command shares (DESIGN "CLI contract";
-// they follow ctr's names).
-type globalOptions struct {
-	address   string
-	namespace string
-	hostID    string
-	output    string
-	debug     bool // --debug: log lines (retries) on stderr
-	stdin     io.Reader
-	// ledger holds the ledger flags of the commands that use the run
-	// ledger (addLedgerFlags).
-	ledger ledgerOptions
-}
 
 const (
 	outputText = "text"
@@ -43,17 +27,27 @@ func envOr(name, def string) string {
 	return def
 }
 
-// newRootCmd builds the command tree. Every subcommand constructor takes the
-// shared options so flags are parsed once.
-func newRootCmd(g *globalOptions) *cobra.Command {
+// newRootCmd builds the command tree over a. Every subcommand constructor
+// takes the app, so flags are parsed once into a.flags and every command
+// reaches containerd and the ledger through a's factories.
+func newRootCmd(a *app) *cobra.Command {
+	var showVersion bool
 	root := &cobra.Command{
 		Use:           "sandbox-resume",
 		Short:         "Decide whether a suspended durable run may resume into the same toolchain",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if g.output != outputText && g.output != outputJSON {
-				return usageErrorf("--output must be %q or %q, not %q", outputText, outputJSON, g.output)
+			if o := a.flags.output; o != outputText && o != outputJSON {
+				return usageErrorf("--output must be %q or %q, not %q", outputText, outputJSON, o)
+			}
+			// Checked here, before cobra checks them after this hook, so
+			// that a missing or conflicting flag is a usage error (64).
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageErrorf("%s: %v", cmd.Name(), err)
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageErrorf("%s: %v", cmd.Name(), err)
 			}
 			return nil
 		},
@@ -67,7 +61,15 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.output == outputJSON {
+			switch {
+			case showVersion:
+				v := buildVersion()
+				if a.flags.output == outputJSON {
+					writeJSON(cmd.OutOrStdout(), v)
+					return nil
+				}
+				return v.writeText(cmd.OutOrStdout())
+			case a.flags.output == outputJSON:
 				return usageErrorf("a command is required (see sandbox-resume --help)")
 			}
 			return cmd.Help()
@@ -75,30 +77,66 @@ func newRootCmd(g *globalOptions) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.address, "address", envOr("CONTAINERD_ADDRESS", "/run/containerd/containerd.sock"), "containerd socket address ($CONTAINERD_ADDRESS)")
-	pf.StringVar(&g.namespace, "namespace", envOr("CONTAINERD_NAMESPACE", "sandbox-resume"), "containerd namespace ($CONTAINERD_NAMESPACE)")
-	pf.StringVar(&g.hostID, "host-id", os.Getenv("SANDBOX_RESUME_HOST_ID"), "host identity override, recorded with idSource \"override\" ($SANDBOX_RESUME_HOST_ID)")
-	pf.StringVar(&g.output, "output", outputText, "output format: text or json")
-	pf.BoolVar(&g.debug, "debug", false, "log debug lines (registry retries) on stderr")
+	pf.StringVar(&a.flags.output, "output", outputText, "output format: text or json")
+	pf.BoolVar(&a.flags.debug, "debug", false, "log debug lines (registry retries) on stderr")
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version, the Go version and the containerd client module's version")
 
 	root.AddCommand(
 		// one constructor per subcommand, one file each
-		newKeygenCmd(g),
-		newManifestCmd(g),
-		newLintCmd(g),
-		newPinCmd(g),
-		newSignCmd(g),
-		newVerifyCmd(g),
-		newResumeCmd(g),
-		newSuspendCmd(g),
-		newDiscardCmd(g),
-		newRunsCmd(g),
-		newExportCmd(g),
-		newImportCmd(g),
-		newPushCmd(g),
-		newPullCmd(g),
+		newKeygenCmd(a),
+		newManifestCmd(a),
+		newLintCmd(a),
+		newPinCmd(a),
+		newSignCmd(a),
+		newVerifyCmd(a),
+		newResumeCmd(a),
+		newSuspendCmd(a),
+		newDiscardCmd(a),
+		newRunsCmd(a),
+		newExportCmd(a),
+		newImportCmd(a),
+		newPushCmd(a),
+		newPullCmd(a),
 	)
+	acceptDaemonFlags(a, root)
+	for _, c := range root.Commands() {
+		acceptDaemonFlags(a, c)
+	}
 	return root
+}
+
+// addDaemonFlags registers --address and --namespace on a command that
+// talks to containerd (docs/design.md "CLI contract", "Global flags"),
+// bound to a.flags.daemon.
+func addDaemonFlags(cmd *cobra.Command, a *app) {
+	f := cmd.Flags()
+	f.StringVar(&a.flags.daemon.address, "address", envOr("CONTAINERD_ADDRESS", "/run/containerd/containerd.sock"), "containerd socket address ($CONTAINERD_ADDRESS)")
+	f.StringVar(&a.flags.daemon.namespace, "namespace", envOr("CONTAINERD_NAMESPACE", "sandbox-resume"), "containerd namespace ($CONTAINERD_NAMESPACE)")
+}
+
+// addHostIDFlag registers --host-id on suspend and resume, bound to
+// a.flags.daemon.
+func addHostIDFlag(cmd *cobra.Command, a *app) {
+	cmd.Flags().StringVar(&a.flags.daemon.hostID, "host-id", os.Getenv("SANDBOX_RESUME_HOST_ID"),
+		"host identity override, recorded with idSource \"override\" ($SANDBOX_RESUME_HOST_ID)")
+}
+
+// acceptDaemonFlags registers, hidden, the daemon flags cmd does not list.
+// They are global flags, as ctr's are: scripts put them before any
+// command ("sandbox-resume --address A --namespace N runs"), so every
+// command accepts them, but only the commands that talk to containerd
+// list them (and only suspend and resume --host-id); elsewhere they change
+// nothing.
+func acceptDaemonFlags(a *app, cmd *cobra.Command) {
+	hidden := &cobra.Command{}
+	addDaemonFlags(hidden, a)
+	addHostIDFlag(hidden, a)
+	hidden.Flags().VisitAll(func(f *pflag.Flag) {
+		if cmd.Flags().Lookup(f.Name) == nil {
+			f.Hidden = true
+			cmd.Flags().AddFlag(f)
+		}
+	})
 }
 
 // usageError marks a command-line mistake (exit 64).
@@ -124,12 +162,16 @@ func (e *exitError) Unwrap() error { return e.err }
 // run executes the CLI and returns the process exit code. A failure under
 // --output json prints exactly one {"error": …} object on stdout.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globalOptions{stdin: stdin}
-	root := newRootCmd(g)
+	return newApp(stdin, stdout, stderr).run(ctx, args)
+}
+
+// run executes the command line args over a and returns the exit code.
+func (a *app) run(ctx context.Context, args []string) int {
+	root := newRootCmd(a)
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitcode.OK
@@ -140,10 +182,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) && ee.err == nil {
 		return code // already reported in full (a verdict)
 	}
-	if g.output == outputJSON || jsonRequested(args) {
-		writeJSONError(stdout, string(class), err)
+	if a.flags.output == outputJSON || jsonRequested(args) {
+		writeJSONError(a.stdout, string(class), err)
 	} else {
-		fmt.Fprintf(stderr, "sandbox-resume: %v\n", err)
+		fmt.Fprintf(a.stderr, "sandbox-resume: %v\n", err)
 	}
 	return code
 }
@@ -165,7 +207,8 @@ func jsonRequested(args []string) bool {
 	return false
 }
 
-// jsonError is the {"error": …} object of DESIGN "Resume decision".
+// jsonError is the {"error": …} object of docs/design.md "CLI contract",
+// "Output".
 type jsonError struct {
 	Class    string                `json:"class"`
 	Message  string                `json:"message"`
@@ -186,39 +229,4 @@ func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// connect dials containerd with the global flags: --address, --namespace
-// and the --host-id override (DESIGN "CLI contract").
-func (g *globalOptions) connect(ctx context.Context) (*containerd.Runtime, error) {
-	rt, err := containerd.Connect(ctx, g.address, g.namespace, containerd.WithHostIDOverride(g.hostID))
-	if errdefs.IsUnavailable(err) {
-		return nil, fmt.Errorf("%w (see --address)", err)
-	}
-	return rt, err
-}
-
-// badInput marks a file named on the command line that cannot be read or
-// loaded (exit 2, class "bad-input"; DESIGN "CLI contract": a file that
-// does not exist is 2).
-func badInput(err error) error {
-	return &exitError{class: exitcode.ClassBadInput, err: err}
-}
-
-// readInput reads a file named on the command line; failures are badInput.
-func readInput(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return data, nil
-}
-
-// loadTrust loads the trusted keys of --trust; failures are badInput.
-func loadTrust(path string) (*envelope.KeyRing, error) {
-	trust, err := envelope.LoadTrust(path)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return trust, nil
 }

@@ -20,6 +20,9 @@ func TestJSONUsageErrors(t *testing.T) {
 		{"--output", "json"},
 		{"resume", "--bogus", "--output", "json"},
 		{"discard", "--bogus", "--output=json"},
+		{"--output", "json", "discard"},                                    // a required flag
+		{"--output", "json", "resume", "--check", "--start", "--ref", "r"}, // exclusive flags, and required ones
+		{"--output", "json", "export", "--ref", "r", "extra"},              // an argument
 	} {
 		code, out, stderr := resumeRun(t, args...)
 		var obj struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // writing (a bolt file is opened read-only; a missing file is an empty
 // ledger). Under --output json: {"runs": [record, …]}; an unknown --run is
 // an empty list.
-func newRunsCmd(g *globalOptions) *cobra.Command {
+func newRunsCmd(a *app) *cobra.Command {
 	var run string
 	cmd := &cobra.Command{
 		Use:   "runs [--run ID]",
@@ -28,28 +29,26 @@ func newRunsCmd(g *globalOptions) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if run != "" && !snapshot.ValidRunID(run) {
-				return usageErrorf("runs: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", run, snapshot.MaxRunIDLen)
+				return nil, usageErrorf("runs: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", run, snapshot.MaxRunIDLen)
 			}
-			ctx := cmd.Context()
-			l, err := g.openLedger(ctx)
+			l, err := s.ledger()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer l.Close()
 			var all []ledger.Record
 			if run != "" {
-				r, err := l.Get(ctx, run)
+				r, err := l.Get(s.ctx, run)
 				switch {
 				case errors.Is(err, ledger.ErrNotFound):
 				case err != nil:
-					return err
+					return nil, err
 				default:
 					all = append(all, r)
 				}
-			} else if all, err = l.List(ctx); err != nil {
-				return err
+			} else if all, err = l.List(s.ctx); err != nil {
+				return nil, err
 			}
 			recs := make([]ledger.Record, 0, len(all))
 			for _, r := range all {
@@ -57,26 +56,30 @@ func newRunsCmd(g *globalOptions) *cobra.Command {
 					recs = append(recs, r)
 				}
 			}
-			if g.output == outputJSON {
-				writeJSON(cmd.OutOrStdout(), map[string]any{"runs": recs})
-				return nil
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATE\tGENERATION\tFENCE\tHOLDER\tUPDATED")
-			for _, r := range recs {
-				holder := "-"
-				if r.Holder != nil {
-					holder = fmt.Sprintf("%s/%s@%s", r.Holder.Namespace, r.Holder.ID, r.Holder.Host)
-					if r.Holder.PID != 0 {
-						holder += fmt.Sprintf(" (resumer pid %d)", r.Holder.PID)
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", r.Run, r.State, r.Generation, r.Fence, holder, r.Updated.Format(time.RFC3339))
-			}
-			return tw.Flush()
-		},
+			return &result{
+				JSON: map[string]any{"runs": recs},
+				Text: func(w, _ io.Writer) error { return writeRunsText(w, recs) },
+			}, nil
+		}),
 	}
 	cmd.Flags().StringVar(&run, "run", "", "only this run's record")
-	addLedgerFlags(cmd, g)
+	addLedgerFlags(cmd, a)
 	return cmd
+}
+
+// writeRunsText prints the records as a table.
+func writeRunsText(w io.Writer, recs []ledger.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATE\tGENERATION\tFENCE\tHOLDER\tUPDATED")
+	for _, r := range recs {
+		holder := "-"
+		if r.Holder != nil {
+			holder = fmt.Sprintf("%s/%s@%s", r.Holder.Namespace, r.Holder.ID, r.Holder.Host)
+			if r.Holder.PID != 0 {
+				holder += fmt.Sprintf(" (resumer pid %d)", r.Holder.PID)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", r.Run, r.State, r.Generation, r.Fence, holder, r.Updated.Format(time.RFC3339))
+	}
+	return tw.Flush()
 }

@@ -3,13 +3,12 @@ package main
 import (
 	"crypto"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
-	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
@@ -38,12 +37,11 @@ type suspendOutput struct {
 
 // newSuspendCmd is `suspend --container ID --config PATH --key K [--run ID]
 // [--out ref.json] [--keep-running] [--flatten] [--keep-generations K]
-// [--lockfile F] [--policy P]`
-// (docs/design.md "Suspend"): suspend.Run against the daemon at --address
-// in --namespace and the ledger --ledger names, with the diff's progress
-// on stderr when it is a terminal. It prints a summary, or with --output
-// json a suspendOutput.
-func newSuspendCmd(g *globalOptions) *cobra.Command {
+// [--lockfile F] [--policy P]` (docs/design.md "Suspend"): suspend.Run
+// against the daemon at --address in --namespace and the ledger --ledger
+// names, with the diff's progress on stderr when it is a terminal. It
+// prints a summary, or with --output json a suspendOutput.
+func newSuspendCmd(a *app) *cobra.Command {
 	var o suspendOptions
 	cmd := &cobra.Command{
 		Use:   "suspend --container ID --config PATH --key K [--run ID] [--out ref.json] [--keep-running] [--flatten] [--keep-generations K] [--lockfile F] [--policy P]",
@@ -80,91 +78,52 @@ without a new diff.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct{ name, v string }{{"--container", o.container}, {"--config", o.config}, {"--key", o.key}} {
-				if f.v == "" {
-					return usageErrorf("suspend: %s is required", f.name)
-				}
-			}
+		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if o.keepGenerations < 1 {
-				return usageErrorf("suspend: --keep-generations %d: keep at least 1", o.keepGenerations)
+				return nil, usageErrorf("suspend: --keep-generations %d: keep at least 1", o.keepGenerations)
 			}
 			if o.run != "" && !snapshot.ValidRunID(o.run) {
-				return usageErrorf("suspend: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", o.run, snapshot.MaxRunIDLen)
+				return nil, usageErrorf("suspend: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", o.run, snapshot.MaxRunIDLen)
 			}
-			key, err := envelope.LoadPrivateKey(o.key)
+			key, err := loadKey(o.key)
 			if err != nil {
-				return &exitError{class: exitcode.ClassBadInput, err: err}
+				return nil, err
 			}
 			policy, err := envmanifest.LoadPolicy(o.policy)
 			if err != nil {
-				return &exitError{class: exitcode.ClassBadInput, err: err}
+				return nil, badInput(err)
 			}
-			ctx := cmd.Context()
-			l, err := g.openLedger(ctx)
+			l, err := s.ledger()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer l.Close()
-			rt, err := g.connect(ctx)
+			rt, err := s.runtime()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			defer rt.Close()
 			req := suspend.Request{
-				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy, PolicySet: cmd.Flags().Changed("policy"),
-				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning,
+				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy, PolicySet: s.cmd.Flags().Changed("policy"),
+				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning, Now: a.now,
 				Flatten: o.flatten, KeepGenerations: o.keepGenerations,
 			}
 			done := func() {}
-			if w := cmd.ErrOrStderr(); isTerminal(w) {
+			if w := s.cmd.ErrOrStderr(); isTerminal(w) {
 				p := &barProgress{w: w}
 				req.Progress, done = p, p.finish
 			}
-			res, err := suspend.Run(ctx, rt, l, req)
+			res, err := suspend.Run(s.ctx, rt, l, req)
 			done()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			w := cmd.OutOrStdout()
-			if g.output == outputJSON {
-				writeJSON(w, suspendOutput{
+			return &result{
+				JSON: suspendOutput{
 					Run: res.Ref.Run, Generation: res.Ref.Generation, Ref: res.RefBlob.String(), Out: res.Path,
 					KeptRunning: res.Ref.KeptRunning, Fence: res.Fence, PausedMs: res.Paused.Milliseconds(),
-				})
-				return nil
-			}
-			pinned := "unpinned"
-			if res.Ref.Pinned {
-				pinned = "pinned"
-			}
-			fmt.Fprintf(w, "run          %s generation %d\nref file     %s (%s)\nmanifest     %s (%s)\nimage        %s (manifest %s)\n",
-				res.Ref.Run, res.Ref.Generation, res.Path, res.RefBlob, res.Ref.Manifest, pinned, res.Ref.Base.Name, res.Ref.Base.ManifestDigest)
-			if res.Ref.Parent != "" {
-				fmt.Fprintf(w, "parent       %s (fence %d)\n", res.Ref.Parent, res.Ref.Fence)
-			}
-			for i, l := range res.Ref.Layers {
-				fmt.Fprintf(w, "layer %d      %s (%d bytes, diffID %s)\n", i, l.Digest, l.Size, l.DiffID)
-			}
-			if res.Flattened {
-				fmt.Fprintln(w, "flattened    one layer: the diff against the base image")
-			}
-			fmt.Fprintf(w, "spec         %s (%d bytes)\nruntime      %s\nlease        %s\nledger       %s, fence %d\npaused       %s\n",
-				res.Ref.Spec.Digest, res.Ref.Spec.Size, res.Ref.Runtime.Name, res.Lease, res.Record.State, res.Record.Fence, res.Paused.Round(time.Millisecond))
-			if res.Ref.KeptRunning {
-				fmt.Fprintf(w, "kept running: the container holds the run with fence %d\n", res.Fence)
-			}
-			if len(res.Released) > 0 {
-				fmt.Fprintf(w, "released     %d layers of generations older than the latest %d from the run lease\n", len(res.Released), o.keepGenerations)
-			}
-			if res.Deleted {
-				fmt.Fprintf(w, "deleted      incarnation %s with its snapshot (its content lives in the layers)\n", o.container)
-			}
-			if res.Finished {
-				fmt.Fprintln(w, "finished an interrupted suspend from the recorded ref (no new diff)")
-			}
-			return nil
-		},
+				},
+				Text: func(w, _ io.Writer) error { writeSuspendText(w, res, o); return nil },
+			}, nil
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.container, "container", "", "id of the container to suspend (required)")
@@ -177,6 +136,44 @@ without a new diff.`,
 	f.IntVar(&o.keepGenerations, "keep-generations", suspend.DefaultKeepGenerations, "how many of the latest generations keep their layers under the run lease (ref and spec blobs always stay)")
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
 	f.StringVar(&o.policy, "policy", "", `reserved-environment policy: "none", or a file of names extending the default list`)
-	addLedgerFlags(cmd, g)
+	for _, name := range []string{"container", "config", "key"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	addDaemonFlags(cmd, a)
+	addHostIDFlag(cmd, a)
+	addLedgerFlags(cmd, a)
 	return cmd
+}
+
+// writeSuspendText prints what suspend did for people.
+func writeSuspendText(w io.Writer, res *suspend.Result, o suspendOptions) {
+	pinned := "unpinned"
+	if res.Ref.Pinned {
+		pinned = "pinned"
+	}
+	fmt.Fprintf(w, "run          %s generation %d\nref file     %s (%s)\nmanifest     %s (%s)\nimage        %s (manifest %s)\n",
+		res.Ref.Run, res.Ref.Generation, res.Path, res.RefBlob, res.Ref.Manifest, pinned, res.Ref.Base.Name, res.Ref.Base.ManifestDigest)
+	if res.Ref.Parent != "" {
+		fmt.Fprintf(w, "parent       %s (fence %d)\n", res.Ref.Parent, res.Ref.Fence)
+	}
+	for i, l := range res.Ref.Layers {
+		fmt.Fprintf(w, "layer %d      %s (%d bytes, diffID %s)\n", i, l.Digest, l.Size, l.DiffID)
+	}
+	if res.Flattened {
+		fmt.Fprintln(w, "flattened    one layer: the diff against the base image")
+	}
+	fmt.Fprintf(w, "spec         %s (%d bytes)\nruntime      %s\nlease        %s\nledger       %s, fence %d\npaused       %s\n",
+		res.Ref.Spec.Digest, res.Ref.Spec.Size, res.Ref.Runtime.Name, res.Lease, res.Record.State, res.Record.Fence, res.Paused.Round(time.Millisecond))
+	if res.Ref.KeptRunning {
+		fmt.Fprintf(w, "kept running: the container holds the run with fence %d\n", res.Fence)
+	}
+	if len(res.Released) > 0 {
+		fmt.Fprintf(w, "released     %d layers of generations older than the latest %d from the run lease\n", len(res.Released), o.keepGenerations)
+	}
+	if res.Deleted {
+		fmt.Fprintf(w, "deleted      incarnation %s with its snapshot (its content lives in the layers)\n", o.container)
+	}
+	if res.Finished {
+		fmt.Fprintln(w, "finished an interrupted suspend from the recorded ref (no new diff)")
+	}
 }

@@ -121,6 +121,7 @@ var Layout = map[string]Place{
 	"ledger/ledgertest": {5, "ledger", Library},
 
 	"migrate":                 {6, "migrate", Library},
+	"migrate/fake":            {6, "migrate", Library},
 	"snapshot/suspend":        {6, "suspend", Library},
 	"snapshot/capturertest":   {6, "suspend", Library}, // the Capturer suite runs suspend
 	"resume":                  {6, "resume", Library},

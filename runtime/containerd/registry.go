@@ -26,10 +26,11 @@ type Registry struct {
 var _ migrate.Registry = (*Registry)(nil)
 
 // Registry returns the registry transport over r's content store that
-// reaches registries through t (NewTransport; t must not be nil). With
-// t's PlainHTTP, loopback registries (and only those) are reached over
-// plain HTTP; the CLI accepts plain HTTP for loopback references only.
-func (r *Runtime) Registry(t *Transport) *Registry { return &Registry{r: r, t: t} }
+// reaches registries through t (NewTransport; t must not be nil): a
+// *Registry, returned as the migrate.Registry it is for. With t's
+// PlainHTTP, loopback registries (and only those) are reached over plain
+// HTTP; the CLI accepts plain HTTP for loopback references only.
+func (r *Runtime) Registry(t *Transport) migrate.Registry { return &Registry{r: r, t: t} }
 
 // refHost is the registry host of a reference string ("" when it does not
 // parse; the resolver then says why).

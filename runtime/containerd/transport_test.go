@@ -51,16 +51,16 @@ func (f *fakeRegistry) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
 		return
 	}
-	switch {
-	case r.URL.Path == "/v2/":
-	case r.URL.Path == "/v2/runs/demo/manifests/t":
+	switch r.URL.Path {
+	case "/v2/":
+	case "/v2/runs/demo/manifests/t":
 		w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
 		w.Header().Set("Docker-Content-Digest", digest.FromBytes(f.manifest).String())
 		w.Header().Set("Content-Length", strconv.Itoa(len(f.manifest)))
 		if r.Method == http.MethodGet {
 			w.Write(f.manifest)
 		}
-	case r.URL.Path == "/v2/runs/demo/tags/list":
+	case "/v2/runs/demo/tags/list":
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 		if n == 0 {
 			n = len(f.tags)
