@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -930,5 +931,51 @@ func TestSuspendProgress(t *testing.T) {
 	}
 	if fmt.Sprint(p.phases) != "[diff -1]" || p.bytes != res.Ref.Layers[0].Size {
 		t.Fatalf("progress %v, %d bytes; the layer has %d", p.phases, p.bytes, res.Ref.Layers[0].Size)
+	}
+}
+
+// TestSuspendLaterRerunSameRef: a rerun of an interrupted suspend of a
+// later generation writes the very ref the interrupted one stored (the
+// creation time is on the container while it suspends), however late it
+// runs; the label goes when the suspend finishes, or is undone.
+func TestSuspendLaterRerunSameRef(t *testing.T) {
+	ctx := context.Background()
+	f, e, inner, _ := laterFixture(t, `{"image":"busybox:1"}`)
+	var stored digest.Digest
+	l := &testLedger{Ledger: inner, suspended: func(_ context.Context, req ledger.SuspendRequest) (ledger.Record, error) {
+		stored = req.Ref
+		panic(crash{"before Suspended"})
+	}}
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	req := e.req("inc", "")
+	req.KeepRunning = true
+	req.Now = func() time.Time { return now }
+	if at, err := runCrashing(f, l, req); at == "" {
+		t.Fatalf("no crash: %v", err)
+	}
+	if c := container(t, f, "inc"); c.Labels[snapshot.LabelCreated] != "2026-12-01T09:00:00Z" || c.Labels[snapshot.LabelSuspending] != "2" {
+		t.Fatalf("labels during the suspend %v", c.Labels)
+	}
+	now = now.Add(time.Hour)
+	l.suspended = nil
+	res, err := suspend.Run(ctx, f, l, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RefBlob != stored || res.Ref.Created != "2026-12-01T09:00:00Z" {
+		t.Fatalf("the rerun wrote %s created %s; the interrupted suspend stored %s", res.RefBlob, res.Ref.Created, stored)
+	}
+	if c := container(t, f, "inc"); c.Labels[snapshot.LabelCreated] != "" || c.Labels[snapshot.LabelSuspending] != "" {
+		t.Fatalf("labels after the suspend %v", c.Labels)
+	}
+	// A refused suspend takes the label away too.
+	l.suspended = func(context.Context, ledger.SuspendRequest) (ledger.Record, error) {
+		return ledger.Record{}, &ledger.Error{Class: ledger.ClassClaimConflict, Op: "suspended", Run: "later", Reason: "test"}
+	}
+	if _, err := suspend.Run(ctx, f, l, req); !errors.Is(err, suspend.ErrRunConflict) {
+		t.Fatalf("err = %v", err)
+	}
+	if c := container(t, f, "inc"); c.Labels[snapshot.LabelCreated] != "" || c.Labels[snapshot.LabelSuspending] != "" || c.Task != snapshot.TaskRunning {
+		t.Fatalf("after a refusal: task %q labels %v", c.Task, c.Labels)
 	}
 }

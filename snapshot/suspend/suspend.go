@@ -226,7 +226,9 @@ type Result struct {
 //     another container is ErrRunConflict; a later generation finds it)
 //     and hold the base image's content in it (absent content:
 //     snapshot.ErrImageUnresolved); every later write is under it;
-//  5. label the container snapshot.LabelSuspending = G (and LabelRun);
+//  5. label the container snapshot.LabelSuspending = G (and LabelRun; at a
+//     later generation also snapshot.LabelCreated, the ref's creation time,
+//     so that a rerun writes the same ref);
 //     pause a running task (a paused one stays paused); store the layer
 //     — the diff of the container's snapshot against its parent
 //     (snapshot.Differ), or with Request.Flatten or past
@@ -248,7 +250,8 @@ type Result struct {
 //     snapshot.LabelRef) whose task was stopped is deleted with its
 //     snapshot (step 7: its content lives in the layers), and any other
 //     container is labelled — LabelManifest and, when stopped,
-//     LabelSuspended = G — with LabelSuspending removed in the same update;
+//     LabelSuspended = G — with LabelSuspending (and LabelCreated) removed
+//     in the same update;
 //     - refused (a *ledger.Error, also matching ErrRunConflict), or failed
 //     without the generation recorded (read back with Get): resume a task
 //     this suspend paused, restore the labels, write no ref file;
@@ -450,12 +453,16 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 
 	// 5. Label, pause, store, record.
 	before := s.ctr.Labels[snapshot.LabelRun]
-	if err := s.c.SetContainerLabels(ctx, s.ctr.ID, map[string]string{
-		snapshot.LabelSuspending: strconv.FormatUint(s.gen, 10), snapshot.LabelRun: s.run,
-	}); err != nil {
+	labels := map[string]string{snapshot.LabelSuspending: strconv.FormatUint(s.gen, 10), snapshot.LabelRun: s.run}
+	undoLabels := map[string]string{snapshot.LabelSuspending: "", snapshot.LabelRun: before}
+	if s.gen > 1 {
+		// A rerun writes the same ref: it takes the creation time from here
+		// (generation 1 takes it from the run lease it created).
+		labels[snapshot.LabelCreated], undoLabels[snapshot.LabelCreated] = created, ""
+	}
+	if err := s.c.SetContainerLabels(ctx, s.ctr.ID, labels); err != nil {
 		return nil, fmt.Errorf("suspend: label container %q %s=%d: %w", s.ctr.ID, snapshot.LabelSuspending, s.gen, err)
 	}
-	undoLabels := map[string]string{snapshot.LabelSuspending: "", snapshot.LabelRun: before}
 	faultPoint("labelled")
 	if err := s.pause(ctx); err != nil {
 		return nil, s.undo(ctx, err, undoLabels)
@@ -650,11 +657,19 @@ func describeRecord(rec ledger.Record) string {
 // lease creates the run lease (or finds it) and holds the base in it; it
 // returns the ref's creation time. At generation 1 a lease found is a
 // rerun's (it must be this container's) and its creation time is kept, so
-// a rerun writes the same ref; a later generation finds the lease of the
-// run (made by generation 1's suspend, or by resume) and is created now.
+// a rerun writes the same ref. A later generation finds the lease of the
+// run (made by generation 1's suspend, or by resume); its creation time is
+// now, or in a rerun the one the interrupted suspend put on the container
+// (snapshot.LabelCreated, beside LabelSuspending), so that it too writes
+// the same ref.
 func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, error) {
 	id := s.res.Lease
 	created := s.now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	if s.gen > 1 && s.rerun {
+		if t, err := time.Parse(time.RFC3339, s.ctr.Labels[snapshot.LabelCreated]); err == nil {
+			created = t.UTC().Format(time.RFC3339)
+		}
+	}
 	err := s.c.CreateLease(ctx, id, map[string]string{
 		snapshot.LabelRun:       s.run,
 		snapshot.LabelContainer: s.ctr.ID,
@@ -785,6 +800,9 @@ func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, er
 	s.res.Record = rec
 	labels := map[string]string{
 		snapshot.LabelRun: s.run, snapshot.LabelManifest: s.res.Ref.Manifest, snapshot.LabelSuspending: "",
+	}
+	if s.gen > 1 {
+		labels[snapshot.LabelCreated] = ""
 	}
 	if s.res.Ref.KeptRunning {
 		switch s.ctr.Task {

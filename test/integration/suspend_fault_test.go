@@ -694,6 +694,11 @@ func TestSuspendIncarnationFaultTrials(t *testing.T) {
 		if s.recorded() && s.record.Ref != after.record.Ref {
 			t.Fatalf("generation %d: the rerun recorded %s, the killed suspend %s", gen, after.record.Ref, s.record.Ref)
 		}
+		// The task stayed paused and the creation time is on the
+		// container: a rerun stores what the killed suspend had stored.
+		if s.refBlob != "" && s.refBlob != after.refBlob {
+			t.Fatalf("generation %d: the killed suspend stored ref blob %s, the rerun %s", gen, s.refBlob, after.refBlob)
+		}
 		if gen > snapshot.MaxLayers && len(ref.Layers) > snapshot.MaxLayers {
 			t.Fatalf("generation %d: %d layers", gen, len(ref.Layers))
 		}
