@@ -212,10 +212,17 @@ func pointerTokens(ptr string) []string {
 
 // adviceFor returns the rule for a refusal: its property's row for the
 // class, else the AdviceAnyProperty row, else the property's AnyClass row;
-// ok is false (and the rule generic) when nothing matches.
+// ok is false (and the rule generic) when nothing matches. A refusal of
+// the image's devcontainer.metadata label never takes an AdviceAnyProperty
+// row: those are about the document (a duplicate name in the label is
+// not something --fix can keep the last of; the image is rebuilt).
 func adviceFor(r Refusal) (AdviceRule, bool) {
 	prop := AdviceProperty(r.Pointer)
-	for _, k := range []adviceKey{{prop, r.Class}, {AdviceAnyProperty, r.Class}, {prop, AnyClass}} {
+	keys := []adviceKey{{prop, r.Class}, {AdviceAnyProperty, r.Class}, {prop, AnyClass}}
+	if prop == AdviceImageMetadata {
+		keys = []adviceKey{{prop, r.Class}, {prop, AnyClass}}
+	}
+	for _, k := range keys {
 		if i, ok := adviceIndex[k]; ok {
 			return adviceTable[i], true
 		}

@@ -2,6 +2,9 @@ package envmanifest
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
@@ -15,6 +18,30 @@ const ImageMetadataLabel = "devcontainer.metadata"
 // config blob (image-spec config.md: config.Labels). Refusals of
 // CheckImageMetadata point at it or below it.
 const ImageMetadataPointer = "/config/Labels/devcontainer.metadata"
+
+// ImageMetadataError is an image whose devcontainer.metadata label
+// CheckImageMetadata refuses (docs/design.md "Image metadata"; class
+// "image-metadata" in internal/exitcode). Image is the image's reference as
+// the manifest core names it, Config the digest of the config blob the
+// label was read from, and Refusals every refusal, sorted by pointer, each
+// at ImageMetadataPointer or below it. It is not a *RefusedError: the
+// devcontainer.json ingested; the image is what is refused.
+type ImageMetadataError struct {
+	Image    string
+	Config   digest.Digest
+	Refusals []Refusal
+}
+
+// Error names the image, its config and every refusal, one per line.
+func (e *ImageMetadataError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "image %s (config %s): its %s label is refused (%d)", e.Image, e.Config, ImageMetadataLabel, len(e.Refusals))
+	for _, r := range e.Refusals {
+		b.WriteString("\n  ")
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
 
 // imageMetadataOnly classifies the members a label fragment may carry
 // beyond devcontainer.json's top-level properties (the reference CLI's

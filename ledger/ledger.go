@@ -304,6 +304,19 @@ type Ledger interface {
 	Close() error
 }
 
+// HolderJudge is implemented by a backend that judges by itself whether a
+// resuming record's holder is gone (ledger/etcd: the claim's lease
+// expired), so that the caller does not judge processes and containers,
+// which it can see only on its own host (docs/design.md "The run ledger",
+// a holder that is gone). ledger/bolt and ledger/fake do not implement it:
+// their callers judge and pass ClaimRequest.GoneHolder.
+type HolderJudge interface {
+	// HolderGone reports whether the resuming holder of rec — a record as
+	// Get returned it — is gone by the backend's own judgement. It only
+	// reads; the Claim transition judges again, atomically.
+	HolderGone(ctx context.Context, rec Record) (bool, error)
+}
+
 // Claim is a claim on a run returned by Ledger.Claim: the record is
 // resuming with the claim's fence. The caller must end every claim with
 // Live or Release: a live resumer is never judged gone.

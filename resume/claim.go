@@ -77,8 +77,9 @@ func (s *state) local(c ledger.Container) bool {
 // ledger", a holder that is gone): on this host, its resumer process is
 // gone (pid, start time, boot id) and its container either does not exist
 // or exists with no running task and carries the record's fence label. A
-// holder of another host or namespace is never judged gone here (ledger/etcd
-// judges by its claim key and ignores the judgement).
+// holder of another host or namespace is never judged gone here. A ledger
+// that judges by itself (ledger.HolderJudge: ledger/etcd, by its claim
+// key) is asked instead (ledgerJudge).
 func (s *state) judgeGone(ctx context.Context, rec *ledger.Record) (bool, string, error) {
 	h := rec.Holder
 	if !s.local(h.Container) {
@@ -100,6 +101,21 @@ func (s *state) judgeGone(ctx context.Context, rec *ledger.Record) (bool, string
 		return false, fmt.Sprintf("its container %s carries fence label %q, not the record's %d", h.ID, cf.Labels[snapshot.LabelFence], rec.Fence), nil
 	}
 	return true, fmt.Sprintf("its resumer process is gone and its container %s has no running task and the record's fence %d", h.ID, rec.Fence), nil
+}
+
+// ledgerJudge is the judgement of a resuming holder by a ledger that judges
+// by itself (ledger/etcd: the claim's lease), wherever the holder runs.
+func ledgerJudge(j ledger.HolderJudge) func(context.Context, *ledger.Record) (bool, string, error) {
+	return func(ctx context.Context, rec *ledger.Record) (bool, string, error) {
+		gone, err := j.HolderGone(ctx, *rec)
+		switch {
+		case err != nil:
+			return false, "", err
+		case gone:
+			return true, fmt.Sprintf("its claim (fence %d) expired in the ledger", rec.Fence), nil
+		}
+		return false, fmt.Sprintf("its claim (fence %d) is still held in the ledger (it expires when the resumer stops keeping it alive)", rec.Fence), nil
+	}
 }
 
 // claim is the claim check (docs/design.md "Resume decision", check 11):
@@ -130,7 +146,11 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	}
 	why := ""
 	if rec := cc.rec; rec != nil && rec.State == ledger.StateResuming && rec.Holder != nil {
-		gone, reason, err := s.judgeGone(ctx, rec)
+		judge := s.judgeGone
+		if j, ok := s.ledger.(ledger.HolderJudge); ok {
+			judge = ledgerJudge(j)
+		}
+		gone, reason, err := judge(ctx, rec)
 		if err != nil {
 			return "", internal(CheckClaim, fmt.Errorf("run %q: judging its resuming holder: %w", cc.run, err))
 		}

@@ -93,8 +93,9 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 //
 // Every check is reported: "pass", "fail", or "skipped" after the first
 // failure, which decides Class and ExitCode. Refusals holds check 5's
-// ingestion refusals; Drift compares the recorded and the offered core
-// whenever check 5 produced an offered core (see DiffCores).
+// ingestion refusals, or check 8's image-metadata refusals; Drift compares
+// the recorded and the offered core whenever check 5 produced an offered
+// core (see DiffCores).
 //
 // Check 8 runs in docs/design.md's order: the host platform must match
 // base.platform (else image-unresolved); base.manifestDigest with its
@@ -103,7 +104,10 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // or base.manifestDigest (else image-drifted), or, without a digest, the
 // name must resolve through Facts.ResolveImage to the recorded index and
 // manifest digests (not found: image-unresolved; other digests:
-// image-drifted).
+// image-drifted); last, the devcontainer.metadata label of base.configDigest
+// (Facts.ImageLabels) must pass envmanifest.CheckImageMetadata (no label
+// passes; docs/design.md "Image metadata"), else image-metadata with the
+// label's refusals in Refusals.
 //
 // A fact that cannot be established (a Facts or ledger error other than
 // errdefs.ErrNotFound where "not found" is a refusal; an unreachable or
@@ -111,9 +115,9 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // returns nil.
 //
 // facts must not be nil. Once check 4 has verified the ref, the read-only
-// lookups of checks 7–9 (Host, ResolveImage, MissingContent, BlobSize) are
-// issued concurrently, so facts must be safe for concurrent use; their
-// results are still evaluated in check order.
+// lookups of checks 7–9 (Host, ResolveImage, MissingContent, ImageLabels,
+// BlobSize) are issued concurrently, so facts must be safe for concurrent
+// use; their results are still evaluated in check order.
 func Decide(ctx context.Context, facts Facts, l ledger.Ledger, req Request) *Verdict {
 	s := &state{req: req, facts: facts, ledger: l}
 	return s.run(ctx)
@@ -211,6 +215,7 @@ type state struct {
 type lookups struct {
 	host    *future[snapshot.Host]
 	resolve *future[snapshot.Base] // nil when core.image carries a digest
+	labels  *future[map[string]string]
 	missing *future[[]digest.Digest]
 	blobs   []*future[int64] // the sizes of refBlobs(ref), in that order
 }
@@ -242,6 +247,7 @@ func (s *state) startLookups(ctx context.Context) {
 	l := &lookups{
 		host:    lookup(func() (snapshot.Host, error) { return s.facts.Host(ctx) }),
 		missing: lookup(func() ([]digest.Digest, error) { return s.facts.MissingContent(ctx, ref.Base.ManifestDigest) }),
+		labels:  lookup(func() (map[string]string, error) { return s.facts.ImageLabels(ctx, ref.Base.ConfigDigest) }),
 	}
 	for _, b := range refBlobs(ref) {
 		l.blobs = append(l.blobs, lookup(func() (int64, error) { return s.facts.BlobSize(ctx, b.digest) }))
@@ -477,7 +483,42 @@ func (s *state) image(ctx context.Context) (string, error) {
 		}
 		how = "resolves to " + recordedDigests(base)
 	}
-	return fmt.Sprintf("%s %s; manifest, config and layers present (%s)", image, how, base.Platform), nil
+	meta, err := s.imageMetadata()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s; manifest, config and layers present (%s); %s", image, how, base.Platform, meta), nil
+}
+
+// imageMetadata is check 8's last condition: the devcontainer.metadata
+// label of the recorded config (docs/design.md "Image metadata") passes
+// envmanifest.CheckImageMetadata; no label passes. A refused label fails
+// the check with ClassImageMetadata, its refusals in the verdict's
+// refusals.
+func (s *state) imageMetadata() (string, error) {
+	cfg := s.ref.Base.ConfigDigest
+	labels, err := s.look.labels.get()
+	switch {
+	case errdefs.IsNotFound(err):
+		return "", refuse(CheckImage, ClassImageUnresolved, fmt.Errorf("config %s of %s is not in the content store: %w", cfg, s.ref.Core.Image, err))
+	case err != nil:
+		return "", internal(CheckImage, fmt.Errorf("labels of config %s: %w", cfg, err))
+	}
+	label, ok := labels[envmanifest.ImageMetadataLabel]
+	if !ok {
+		return "no " + envmanifest.ImageMetadataLabel + " label", nil
+	}
+	rs := envmanifest.CheckImageMetadata(label)
+	if len(rs) == 0 {
+		return "its " + envmanifest.ImageMetadataLabel + " label passes", nil
+	}
+	s.refusals = rs
+	where := make([]string, len(rs))
+	for i, r := range rs {
+		where[i] = fmt.Sprintf("%s (%s)", r.Pointer, r.Class)
+	}
+	return "", refusef(CheckImage, ClassImageMetadata, "%s (config %s): its %s label is refused at %s (see refusals)",
+		s.ref.Core.Image, cfg, envmanifest.ImageMetadataLabel, strings.Join(where, ", "))
 }
 
 func recordedDigests(b snapshot.Base) string {

@@ -31,6 +31,11 @@ type Facts interface {
 	// index, manifest or config, or no manifest for the host platform.
 	ResolveImage(ctx context.Context, ref string) (snapshot.Base, error)
 
+	// ImageConfigReader reads the labels of an image config blob: check 8
+	// reads the devcontainer.metadata label of the recorded
+	// base.configDigest (docs/design.md "Image metadata").
+	snapshot.ImageConfigReader
+
 	// MissingContent returns the digests among the manifest, its config and
 	// every layer that are absent from the content store, in manifest order
 	// (nil when all are present). An absent manifest is reported as missing,

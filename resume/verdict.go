@@ -19,7 +19,7 @@ const (
 	CheckOfferedIngest = "offered-ingest" // 5: the offered devcontainer.json ingests with the recorded policy and lockfile rules
 	CheckManifest      = "manifest"       // 6: offered address = ref.manifest
 	CheckHost          = "host"           // 7: same host (host.id and host.idSource), or pinned
-	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests
+	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests, the devcontainer.metadata label passes
 	CheckSnapshot      = "snapshot"       // 9: the rootfsDiff blob is present with its digest and size
 	CheckClaim         = "claim"          // 11 in docs/design.md: the container id is free and the ledger lets this generation be claimed
 )
@@ -46,6 +46,7 @@ const (
 	ClassUnpinnedCrossHost = exitcode.ClassUnpinnedCrossHost // check 7: exit 4
 	ClassImageUnresolved   = exitcode.ClassImageUnresolved   // check 8: exit 5
 	ClassImageDrifted      = exitcode.ClassImageDrifted      // check 8: exit 5
+	ClassImageMetadata     = exitcode.ClassImageMetadata     // check 8: exit 2
 	ClassSnapshotMissing   = exitcode.ClassSnapshotMissing   // check 9: exit 7
 	ClassForked            = exitcode.ClassForked            // claim: another ref recorded for this generation, exit 6
 	ClassClaimConflict     = exitcode.ClassClaimConflict     // claim: held, in flight, the container id exists; a lost claim: exit 8
@@ -75,8 +76,9 @@ type CheckResult struct {
 // Verdict is the outcome of the resume decision (docs/design.md "Resume decision":
 // the verdict JSON). Checks always holds all ten checks in order. Class is
 // empty when Accepted (and encodes as null); ExitCode is Class.Code(),
-// or 0 when accepted. Refusals are the ingestion refusals of check 5,
-// sorted by pointer; Drift compares the recorded and offered manifest cores
+// or 0 when accepted. Refusals are the ingestion refusals of check 5, or
+// the devcontainer.metadata label refusals of check 8 (pointers under
+// /config/Labels/devcontainer.metadata), sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
 // [] when empty. Container, NotApplied, Pid and Materialize are filled by
 // Resume (materialization, docs/design.md "Materialize") only

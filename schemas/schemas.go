@@ -351,7 +351,7 @@ func verdictSchema() map[string]any {
 			"description": "every check, in the order they run",
 		}
 	}}
-	r.fields["Verdict.refusals"] = set(map[string]any{"description": "the ingestion refusals of check offered-ingest, sorted by pointer"})
+	r.fields["Verdict.refusals"] = set(map[string]any{"description": "the ingestion refusals of check offered-ingest, or the devcontainer.metadata label refusals of check image (pointers under /config/Labels/devcontainer.metadata), sorted by pointer"})
 	r.fields["Verdict.container"] = fieldOverlay{optional: true}
 	r.fields["Verdict.notApplied"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
 		return with(b, map[string]any{"description": "JSON Pointers into the recorded core of what resume does not apply in v1: mounts, remoteUser, containerEnv values holding ${…}"})

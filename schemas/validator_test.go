@@ -1008,6 +1008,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		noDiff    bool
 		noImage   bool
 		otherHost bool
+		label     string // the image's devcontainer.metadata label, when not ""
 		// record puts the run's ledger record in place; ref is the
 		// digest of the ref file decided.
 		record func(l *lfake.Ledger, ref digest.Digest)
@@ -1020,8 +1021,12 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		dir := t.TempDir()
 		cfgPath := filepath.Join(dir, "devcontainer.json")
 		layer := facts.PutBlob([]byte("base layer"))
-		cfg, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
-			RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{digest.FromString("diffid")}}})
+		img := ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
+			RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{digest.FromString("diffid")}}}
+		if s.label != "" {
+			img.Config.Labels = map[string]string{envmanifest.ImageMetadataLabel: s.label}
+		}
+		cfg, _ := json.Marshal(img)
 		cd := facts.PutBlob(cfg)
 		mb, _ := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
 			Config: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: cd, Size: int64(len(cfg))},
@@ -1099,6 +1104,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		"cross-host":        run(setup{otherHost: true}),
 		"image-unresolved":  run(setup{noImage: true}),
 		"snapshot-missing":  run(setup{noDiff: true}),
+		"image-metadata":    run(setup{label: `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`}),
 		"superseded": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
 			l.Discard(context.Background(), "demo-1", false)
 		}}),

@@ -185,6 +185,7 @@ type Capturer interface {
 	ContainerInspector
 	HostInspector
 	ImageResolver
+	ImageConfigReader
 	TaskController
 	Differ
 	FlatDiffer

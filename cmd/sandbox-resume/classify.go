@@ -44,6 +44,7 @@ var sentinelClasses = []struct {
 // classify maps an error to its class; its exit code is Class.Code. In
 // order: a command-line mistake is usage; a failure a command already
 // classified keeps its class; a document that does not ingest is refused;
+// an image whose devcontainer.metadata label is refused is image-metadata;
 // a failed check of resume has the check's class; an unreadable input file
 // is bad-input; a ledger refusal has its class (ledger.ClassOf); then the
 // first of sentinelClasses that err wraps; anything else (a locked or
@@ -52,6 +53,7 @@ func classify(err error) exitcode.Class {
 	var ue *usageError
 	var ee *exitError
 	var re *envmanifest.RefusedError
+	var me *envmanifest.ImageMetadataError
 	var ce *resume.CheckError
 	var ie *resume.InputError
 	switch {
@@ -61,6 +63,8 @@ func classify(err error) exitcode.Class {
 		return ee.class
 	case errors.As(err, &re):
 		return exitcode.ClassRefused
+	case errors.As(err, &me):
+		return exitcode.ClassImageMetadata
 	case errors.As(err, &ce):
 		return ce.Class
 	case errors.As(err, &ie):

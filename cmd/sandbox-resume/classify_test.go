@@ -28,6 +28,8 @@ func TestClassify(t *testing.T) {
 		{"usage", usageErrorf("bad flag"), exitcode.ClassUsage, 64},
 		{"classified by the command", &exitError{class: exitcode.ClassSnapshotMissing, err: errors.New("x")}, exitcode.ClassSnapshotMissing, 7},
 		{"refused document", wrap(&envmanifest.RefusedError{}), exitcode.ClassRefused, 2},
+		{"image metadata", wrap(&envmanifest.ImageMetadataError{Image: "busybox:1"}), exitcode.ClassImageMetadata, 2},
+		{"image metadata check", &resume.CheckError{Check: "image", Class: resume.ClassImageMetadata, Err: errors.New("x")}, exitcode.ClassImageMetadata, 2},
 		{"check error", wrap(&resume.CheckError{Check: "image", Class: resume.ClassImageDrifted, Err: errors.New("x")}), exitcode.ClassImageDrifted, 5},
 		{"internal check error", &resume.CheckError{Check: "host", Class: resume.ClassInternal, Err: errors.New("x")}, exitcode.ClassInternal, 1},
 		{"input file", &resume.InputError{Path: "p", Err: errors.New("x")}, exitcode.ClassBadInput, 2},

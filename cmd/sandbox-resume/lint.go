@@ -16,11 +16,23 @@ import (
 )
 
 // checkImageMetadata reads the resolved image's devcontainer.metadata
-// label and classifies its members (docs/design.md "Image metadata"). It is
-// the seam to the image-metadata check of issue 18: while it is nil, lint
-// resolves the image (an unresolved name is still exit 5) and reports the
-// label as not checked.
-var checkImageMetadata func(ctx context.Context, rt Runtime, base snapshot.Base) ([]envmanifest.Refusal, error)
+// label from its config (Runtime.ImageLabels) and classifies its
+// members with envmanifest.CheckImageMetadata (docs/design.md "Image
+// metadata"): nil when there is no label or it passes. A config absent
+// from the content store is an error wrapping errdefs.ErrNotFound (lint
+// then exits 5, as for an image that does not resolve). A variable so
+// tests can replace it.
+var checkImageMetadata = func(ctx context.Context, rt Runtime, base snapshot.Base) ([]envmanifest.Refusal, error) {
+	labels, err := rt.ImageLabels(ctx, base.ConfigDigest)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", base.Name, err)
+	}
+	label, ok := labels[envmanifest.ImageMetadataLabel]
+	if !ok {
+		return nil, nil
+	}
+	return envmanifest.CheckImageMetadata(label), nil
+}
 
 // lintOutput is the `lint --output json` object: the report, and "error"
 // (class "refused" or "image-metadata") exactly when the exit code is 2.
@@ -122,9 +134,8 @@ for a hand edit).`,
 				Text: func(w, _ io.Writer) error { writeLintText(w, res); return nil },
 			}
 			if !res.OK() {
-				// Reported in full; "image-metadata" (2) is only in the
-				// JSON report's error.class until internal/exitcode has it.
-				out.Class = exitcode.ClassRefused
+				// Reported in full, with the class of lintReport.
+				out.Class = lintClass(res)
 			}
 			return out, nil
 		}),
@@ -186,21 +197,29 @@ func lintReport(res *envmanifest.LintResult) lintOutput {
 		pinned := res.Manifest.IsPinned()
 		out.Address, out.Pinned = res.Manifest.Address, &pinned
 	}
-	class := ""
 	if !res.OK() {
-		class = "refused"
 		n := len(res.Refusals)
 		if res.Fixed {
 			n = len(res.Remaining)
 		}
 		msg := fmt.Sprintf("%s: refused (%d)", res.Source, n)
-		if res.Manifest != nil {
-			class = "image-metadata"
+		class := lintClass(res)
+		if class == exitcode.ClassImageMetadata {
 			msg = fmt.Sprintf("%s: the image's devcontainer.metadata label is refused (%d)", res.Source, len(res.ImageRefusals))
 		}
-		out.Error = &jsonError{Class: class, Message: msg}
+		out.Error = &jsonError{Class: string(class), Message: msg}
 	}
 	return out
+}
+
+// lintClass is the class of a result that is not OK: "refused" when the
+// document (fixed, with --fix) does not ingest, else "image-metadata" (the
+// document ingests; only the image's label is refused). Both exit 2.
+func lintClass(res *envmanifest.LintResult) exitcode.Class {
+	if res.Manifest != nil {
+		return exitcode.ClassImageMetadata
+	}
+	return exitcode.ClassRefused
 }
 
 // fixText says what --fix does about a refusal.

@@ -35,7 +35,8 @@ func newResumeCmd(a *app) *cobra.Command {
 		Long: `Runs the resume checks (ref-parse, signature, ref-schema, ref-integrity,
 offered-ingest, manifest, host, image, snapshot, claim) and prints each result,
 the drift between the recorded and the offered manifest core, and the verdict.
-The exit code is the verdict's: 0 accepted, 2 bad input, 3 manifest mismatch,
+The exit code is the verdict's: 0 accepted, 2 bad input or a refused
+devcontainer.metadata image label (image-metadata), 3 manifest mismatch,
 4 unpinned cross-host, 5 image, 6 untrusted, tampered or forked, 7 snapshot,
 8 claim conflict, 9 superseded; 1 when the daemon or the ledger fails.
 The claim check asks the run ledger (--ledger): a newer generation or a

@@ -218,8 +218,12 @@ type jsonError struct {
 func writeJSONError(w io.Writer, class string, err error) {
 	je := jsonError{Class: class, Message: err.Error()}
 	var re *envmanifest.RefusedError
-	if errors.As(err, &re) {
+	var me *envmanifest.ImageMetadataError
+	switch {
+	case errors.As(err, &re):
 		je.Refusals = re.Refusals
+	case errors.As(err, &me):
+		je.Refusals = me.Refusals
 	}
 	writeJSON(w, map[string]any{"error": je})
 }

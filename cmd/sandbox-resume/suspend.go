@@ -47,7 +47,9 @@ func newSuspendCmd(a *app) *cobra.Command {
 		Use:   "suspend --container ID --config PATH --key K [--run ID] [--out ref.json] [--keep-running] [--flatten] [--keep-generations K] [--lockfile F] [--policy P]",
 		Short: "Capture a container's filesystem changes and spec, record the run's next generation in the ledger and write a signed SnapshotRef",
 		Long: `Ingests the devcontainer.json and checks that it describes the container
-(else exit 3). For the runtime's own container this is generation 1 of the run:
+(else exit 3) and that the image's devcontainer.metadata label, if any, passes
+(else exit 2, class image-metadata, with the refusals; nothing is paused or
+written). For the runtime's own container this is generation 1 of the run:
 its snapshot's parent is the chain of the declared image, and its runtime spec
 carries the declared containerEnv values and mount targets; an image that does
 not resolve is 5; a run id already in the ledger (a tombstone included) is 8.

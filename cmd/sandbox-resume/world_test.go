@@ -102,6 +102,13 @@ func (f *fakeRuntime) ResolveImage(ctx context.Context, ref string) (snapshot.Ba
 	return f.Facts.ResolveImage(ctx, ref)
 }
 
+func (f *fakeRuntime) ImageLabels(ctx context.Context, config digest.Digest) (map[string]string, error) {
+	if f.Capturer != nil {
+		return f.Capturer.ImageLabels(ctx, config)
+	}
+	return f.Facts.ImageLabels(ctx, config)
+}
+
 func (f *fakeRuntime) BlobSize(ctx context.Context, d digest.Digest) (int64, error) {
 	if f.Facts != nil {
 		return f.Facts.BlobSize(ctx, d)

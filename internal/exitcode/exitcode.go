@@ -14,8 +14,8 @@ package exitcode
 const (
 	OK         = 0  // ok / resume accepted
 	Internal   = 1  // internal, daemon, registry or ledger error
-	Refused    = 2  // refused input: devcontainer.json, lockfile, SnapshotRef or archive does not ingest
-	Mismatch   = 3  // manifest mismatch (drift); at suspend, the declaration does not describe the container
+	Refused    = 2  // refused input: devcontainer.json, lockfile, image metadata, SnapshotRef, spec or archive does not ingest
+	Mismatch   = 3  // manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one
 	CrossHost  = 4  // unpinned cross-host claim
 	Image      = 5  // image unresolved or drifted in the content store
 	Untrusted  = 6  // signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)
@@ -35,8 +35,8 @@ type CodeInfo struct {
 var Codes = []CodeInfo{
 	{OK, "ok / resume accepted"},
 	{Internal, "internal, daemon, registry or ledger error (unreachable, locked, no quorum, bad credentials)"},
-	{Refused, "refused input: devcontainer.json, lockfile, SnapshotRef or archive does not ingest (also a config file or container that does not exist)"},
-	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container"},
+	{Refused, "refused input: devcontainer.json, lockfile, image metadata, SnapshotRef, spec or archive does not ingest (also a config file or container that does not exist)"},
+	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one (spec-drift)"},
 	{CrossHost, "unpinned cross-host claim"},
 	{Image, "image unresolved or drifted in the content store"},
 	{Untrusted, "signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)"},
@@ -62,9 +62,16 @@ const (
 	// or container, a ref or archive that does not decode; verdict checks
 	// 1, 3 and 5 (2).
 	ClassBadInput Class = "bad-input"
+	// ClassImageMetadata: the image's devcontainer.metadata label is
+	// refused (docs/design.md "Image metadata"): at suspend, verdict check
+	// 8, lint (2).
+	ClassImageMetadata Class = "image-metadata"
 	// ClassManifestMismatch: verdict check 6; at suspend, the declaration
 	// does not describe the container (3).
 	ClassManifestMismatch Class = "manifest-mismatch"
+	// ClassSpecDrift: an offered runtime spec widens the recorded one;
+	// verdict check 10 (docs/design.md "Spec validation") (3).
+	ClassSpecDrift Class = "spec-drift"
 	// ClassUnpinnedCrossHost: verdict check 7 (4).
 	ClassUnpinnedCrossHost Class = "unpinned-cross-host"
 	// ClassImageUnresolved: verdict check 8; suspend (5).
@@ -100,18 +107,19 @@ const (
 var VerdictClasses = []Class{
 	ClassBadInput, ClassUntrusted, ClassTampered, ClassManifestMismatch,
 	ClassUnpinnedCrossHost, ClassImageUnresolved, ClassImageDrifted,
-	ClassSnapshotMissing, ClassForked, ClassClaimConflict, ClassSuperseded, ClassInternal,
+	ClassImageMetadata, ClassSnapshotMissing, ClassSpecDrift,
+	ClassForked, ClassClaimConflict, ClassSuperseded, ClassInternal,
 }
 
 // Code returns the exit code of class c; a class not in this table
 // (ClassInternal too) is Internal (1).
 func (c Class) Code() int {
 	switch c {
-	case ClassRefused, ClassBadInput:
+	case ClassRefused, ClassBadInput, ClassImageMetadata:
 		return Refused
 	case ClassUntrusted, ClassTampered, ClassForked:
 		return Untrusted
-	case ClassManifestMismatch:
+	case ClassManifestMismatch, ClassSpecDrift:
 		return Mismatch
 	case ClassUnpinnedCrossHost:
 		return CrossHost

@@ -6,7 +6,8 @@ import "testing"
 // contract" (written from the table, not from the code).
 func TestClassCodes(t *testing.T) {
 	want := map[Class]int{
-		ClassInternal: 1, ClassRefused: 2, ClassBadInput: 2, ClassManifestMismatch: 3,
+		ClassInternal: 1, ClassRefused: 2, ClassBadInput: 2, ClassImageMetadata: 2,
+		ClassManifestMismatch: 3, ClassSpecDrift: 3,
 		ClassUnpinnedCrossHost: 4, ClassImageUnresolved: 5, ClassImageDrifted: 5,
 		ClassUntrusted: 6, ClassTampered: 6, ClassSnapshotMissing: 7,
 		ClassClaimConflict: 8, ClassForked: 6, ClassSuperseded: 9, ClassUsage: 64, Class("no-such-class"): 1,

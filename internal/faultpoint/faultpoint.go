@@ -28,7 +28,9 @@ import (
 const Env = "SANDBOX_RESUME_TEST_PAUSE_AT"
 
 // Sleep bounds the hold at a fault point: a process nobody kills goes on
-// after it.
+// after it. A SIGCONT ends the hold at once: a test that stopped the
+// process at the step (SIGSTOP, to freeze its claim's keep-alive too) and
+// continues it sees it go on without waiting out Sleep.
 const Sleep = 60 * time.Second
 
 // Line is the stderr line Reach writes at step in process pid:

@@ -116,7 +116,7 @@ func OtherPlatform(p ocispec.Platform) ocispec.Platform {
 // MarkerPath holding marker. It fails when BusyboxPath cannot be read (install
 // Debian's busybox-static) or when this process is not built for the host's
 // architecture.
-func Busybox(marker string) (*Image, error) {
+func Busybox(marker string, opts ...Option) (*Image, error) {
 	bb, err := os.ReadFile(BusyboxPath)
 	if err != nil {
 		return nil, fmt.Errorf("testimage: busybox (install busybox-static): %w", err)
@@ -126,13 +126,36 @@ func Busybox(marker string) (*Image, error) {
 		files = append(files, File{Name: "bin/" + a, Link: "busybox"})
 	}
 	files = append(files, File{Name: MarkerPath, Mode: 0o644, Data: []byte(marker + "\n")})
-	return Build(HostPlatform(), files)
+	return Build(HostPlatform(), files, opts...)
 }
 
 // Synthetic builds an image for platform p whose only file is MarkerPath
 // holding marker: no executable, for tests that never run it.
-func Synthetic(p ocispec.Platform, marker string) (*Image, error) {
-	return Build(p, []File{{Name: MarkerPath, Mode: 0o644, Data: []byte(marker + "\n")}})
+func Synthetic(p ocispec.Platform, marker string, opts ...Option) (*Image, error) {
+	return Build(p, []File{{Name: MarkerPath, Mode: 0o644, Data: []byte(marker + "\n")}}, opts...)
+}
+
+// Option changes what Build writes.
+type Option func(*options)
+
+type options struct {
+	labels map[string]string
+	cmd    []string
+}
+
+// WithLabels sets the config's Labels (image-spec config.md:
+// config.Labels) of the platform image; the placeholder's config has
+// none. Images with the same files and different labels share their layer
+// (and diffIDs), but not their config, manifest and index digests.
+func WithLabels(labels map[string]string) Option {
+	return func(o *options) { o.labels = labels }
+}
+
+// WithCmd sets the config's Cmd of the platform image (default
+// ["/bin/sh"], which exits at once on a null stdin). Like WithLabels, it
+// changes the config, manifest and index digests, not the layer.
+func WithCmd(cmd ...string) Option {
+	return func(o *options) { o.cmd = cmd }
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -140,7 +163,11 @@ var epoch = time.Unix(0, 0).UTC()
 // Build builds the image described in the package comment for platform p
 // from files. The layer is an uncompressed tar
 // (ocispec.MediaTypeImageLayer), so its digest is also its diffID.
-func Build(p ocispec.Platform, files []File) (*Image, error) {
+func Build(p ocispec.Platform, files []File, opts ...Option) (*Image, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if p.OS == "" || p.Architecture == "" {
 		return nil, fmt.Errorf("testimage: platform needs os and architecture, got %q", platforms.Format(p))
 	}
@@ -153,7 +180,14 @@ func Build(p ocispec.Platform, files []File) (*Image, error) {
 	layerDesc := im.add(ocispec.MediaTypeImageLayer, layer, nil)
 	im.Layers = []ocispec.Descriptor{layerDesc}
 	im.DiffIDs = []digest.Digest{layerDesc.Digest}
-	im.Config, err = im.addJSON(ocispec.MediaTypeImageConfig, config(p, im.DiffIDs), nil)
+	cfg := config(p, im.DiffIDs)
+	if len(o.labels) > 0 {
+		cfg.Config.Labels = o.labels
+	}
+	if len(o.cmd) > 0 {
+		cfg.Config.Cmd = o.cmd
+	}
+	im.Config, err = im.addJSON(ocispec.MediaTypeImageConfig, cfg, nil)
 	if err != nil {
 		return nil, err
 	}

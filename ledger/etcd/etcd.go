@@ -45,6 +45,14 @@
 // outcome is unknown (the write may have been committed). A Claim whose
 // outcome is unknown holds no keep-alive, so its claim key expires within
 // the TTL.
+//
+// Answers of a cluster that keeps its quorum but is changing leader, or
+// whose member this client talks to is down or restarting (gRPC
+// Unavailable: "leader changed", "no leader", a reset connection), are
+// tried again within Config.Timeout; a transaction of unknown outcome is
+// recognised by the value it wrote when a fresh read finds it (retry.go),
+// so a Claim committed during a leader change is returned as the caller's
+// claim rather than refused as someone else's.
 package etcd
 
 import (
@@ -164,6 +172,7 @@ func (l *Ledger) begin(ctx context.Context) (context.Context, context.CancelFunc
 // snapshot is what one linearizable read saw of a run.
 type snapshot struct {
 	rec      *ledger.Record // nil: no record
+	raw      []byte         // the record key's value as stored
 	recRev   int64          // the record key's mod revision; 0: absent
 	claimRev int64          // the claim key's mod revision; 0: absent
 	claim    claimValue     // the claim key's value, when present
@@ -176,12 +185,14 @@ type claimValue struct {
 }
 
 // read reads run's record and claim key at one revision (a linearizable
-// read-only transaction).
+// read-only transaction, tried again on transient errors).
 func (l *Ledger) read(ctx context.Context, run string) (snapshot, error) {
-	resp, err := l.cli.Txn(ctx).Then(
-		clientv3.OpGet(l.RunKey(run)),
-		clientv3.OpGet(l.ClaimKey(run)),
-	).Commit()
+	resp, err := retrying(ctx, func() (*clientv3.TxnResponse, error) {
+		return l.cli.Txn(ctx).Then(
+			clientv3.OpGet(l.RunKey(run)),
+			clientv3.OpGet(l.ClaimKey(run)),
+		).Commit()
+	})
 	if err != nil {
 		return snapshot{}, err
 	}
@@ -191,7 +202,7 @@ func (l *Ledger) read(ctx context.Context, run string) (snapshot, error) {
 		if err != nil {
 			return snapshot{}, err
 		}
-		s.rec, s.recRev = &rec, kvs[0].ModRevision
+		s.rec, s.raw, s.recRev = &rec, kvs[0].Value, kvs[0].ModRevision
 	}
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
 		s.claimRev, s.lease = kvs[0].ModRevision, clientv3.LeaseID(kvs[0].Lease)
@@ -233,12 +244,20 @@ type result struct {
 // both keys' mod revisions, retried while another writer came first. prepare
 // turns the snapshot into the op (Claim's judgement of a gone holder, Live's
 // check of its claim key); lease returns the lease a resuming next binds the
-// claim key to (nil: the op never makes one).
+// claim key to (nil: the op never makes one). A transaction that got a
+// transient error is tried again from a fresh read, unless that read shows
+// the value it wrote: then it was committed (retry.go).
 func (l *Ledger) transition(ctx context.Context, run string, prepare func(snapshot) (ledger.Op, error), lease func() (clientv3.LeaseID, error)) (result, error) {
+	var b backoff
+	var unknown map[string]result // transactions of unknown outcome, by the record value they wrote
 	for {
 		s, err := l.read(ctx, run)
 		if err != nil {
 			return result{}, err
+		}
+		if res, ok := unknown[string(s.raw)]; ok && s.raw != nil {
+			res.rev = s.recRev // committed after all
+			return res, nil
 		}
 		op, err := prepare(s)
 		if err != nil {
@@ -275,7 +294,14 @@ func (l *Ledger) transition(ctx context.Context, run string, prepare func(snapsh
 			clientv3.Compare(clientv3.ModRevision(claimKey), "=", s.claimRev),
 		).Then(ops...).Commit()
 		if err != nil {
-			return result{}, err
+			if err := b.again(ctx, err); err != nil {
+				return result{}, err
+			}
+			if unknown == nil {
+				unknown = map[string]result{}
+			}
+			unknown[string(val)] = res
+			continue
 		}
 		if resp.Succeeded {
 			res.rev = resp.Header.Revision
@@ -353,7 +379,7 @@ func (l *Ledger) Get(ctx context.Context, run string) (ledger.Record, error) {
 		return ledger.Record{}, l.fail("get", run, err)
 	}
 	defer cancel()
-	resp, err := l.cli.Get(ctx, l.RunKey(run))
+	resp, err := retrying(ctx, func() (*clientv3.GetResponse, error) { return l.cli.Get(ctx, l.RunKey(run)) })
 	if err != nil {
 		return ledger.Record{}, l.fail("get", run, err)
 	}
@@ -375,7 +401,9 @@ func (l *Ledger) List(ctx context.Context) ([]ledger.Record, error) {
 		return nil, l.fail("list", "", err)
 	}
 	defer cancel()
-	resp, err := l.cli.Get(ctx, l.runs, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	resp, err := retrying(ctx, func() (*clientv3.GetResponse, error) {
+		return l.cli.Get(ctx, l.runs, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	})
 	if err != nil {
 		return nil, l.fail("list", "", err)
 	}
@@ -433,6 +461,24 @@ func (l *Ledger) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Cla
 	}
 }
 
+var _ ledger.HolderJudge = (*Ledger)(nil)
+
+// HolderGone is ledger.HolderJudge: the resuming holder of rec is gone
+// exactly when no claim key of rec's fence exists (its lease expired or was
+// revoked), read linearizably. Errors name the endpoints.
+func (l *Ledger) HolderGone(ctx context.Context, rec ledger.Record) (bool, error) {
+	ctx, cancel, err := l.begin(ctx)
+	if err != nil {
+		return false, l.fail("judge the holder", rec.Run, err)
+	}
+	defer cancel()
+	s, err := l.read(ctx, rec.Run)
+	if err != nil {
+		return false, l.fail("judge the holder", rec.Run, err)
+	}
+	return s.claimRev == 0 || s.claim.Fence != rec.Fence, nil
+}
+
 // pendingLease is a lease being granted while the record is read.
 type pendingLease struct {
 	l    *Ledger
@@ -445,7 +491,7 @@ func (l *Ledger) grant(ctx context.Context) *pendingLease {
 	g := &pendingLease{l: l, done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
-		resp, err := l.cli.Grant(ctx, l.ttl)
+		resp, err := retrying(ctx, func() (*clientv3.LeaseGrantResponse, error) { return l.cli.Grant(ctx, l.ttl) })
 		if err != nil {
 			g.err = fmt.Errorf("grant a lease of %d s: %w", l.ttl, err)
 			return
@@ -526,7 +572,12 @@ func (l *Ledger) liveFast(ctx context.Context, claimed ledger.Record, rev int64,
 			clientv3.Compare(clientv3.ModRevision(runKey), "=", rev),
 			clientv3.Compare(clientv3.ModRevision(claimKey), "=", rev),
 		).Then(clientv3.OpPut(runKey, string(val)), clientv3.OpDelete(claimKey)).Commit()
-		if err != nil {
+		switch {
+		case err != nil && transient(err):
+			// Unknown outcome: live reads the record (committed: live with
+			// this fence and container, no change).
+			return l.live(ctx, claimed.Run, claimed.Fence, container)
+		case err != nil:
 			return result{}, l.fail("live", claimed.Run, err)
 		}
 		if resp.Succeeded {

@@ -2,13 +2,14 @@
 // "Layout": one suite runs against runtime/containerd and the in-memory fake).
 // RunFactsSuite drives an implementation through a Fixture that stores blobs
 // and names images behind its back, then checks resolution, presence, blob
-// sizes, host facts and platform matching against the digests the test
-// images were built with (internal/testimage).
+// sizes, image config labels, host facts and platform matching against the
+// digests the test images were built with (internal/testimage).
 package facttest
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -261,6 +262,42 @@ func RunFactsSuite(t *testing.T, newFacts New) {
 		wantErr(t, "MissingContent(an index)", err, errdefs.ErrInvalidArgument)
 		_, err = f.MissingContent(ctx(t), "sha256:nothex")
 		wantErr(t, "MissingContent(invalid digest)", err, errdefs.ErrInvalidArgument)
+	})
+
+	t.Run("ImageLabels", func(t *testing.T) {
+		f, fx := newFacts(t)
+		labels := map[string]string{
+			"devcontainer.metadata":          `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`,
+			"org.opencontainers.image.title": "labelled",
+			"empty":                          "",
+		}
+		im, err := testimage.Synthetic(fx.HostPlatform(), "labelled", testimage.WithLabels(labels))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx.Put(t, im)
+		got, err := f.ImageLabels(ctx(t), im.Config.Digest)
+		if err != nil || !maps.Equal(got, labels) {
+			t.Fatalf("ImageLabels(labelled config) = %q, %v; want %q", got, err, labels)
+		}
+		plain := build(t, fx, "unlabelled")
+		got, err = f.ImageLabels(ctx(t), plain.Config.Digest)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("ImageLabels(config without labels) = %q, %v; want none", got, err)
+		}
+		fx.Delete(t, im.Config.Digest)
+		_, err = f.ImageLabels(ctx(t), im.Config.Digest)
+		wantErr(t, "ImageLabels(deleted config)", err, errdefs.ErrNotFound)
+		if err != nil && !containsDigest(err, im.Config.Digest) {
+			t.Errorf("error %q does not name the digest %s", err, im.Config.Digest)
+		}
+		_, err = f.ImageLabels(ctx(t), plain.Layers[0].Digest)
+		wantErr(t, "ImageLabels(a layer blob)", err, errdefs.ErrInvalidArgument)
+		if err != nil && !containsDigest(err, plain.Layers[0].Digest) {
+			t.Errorf("error %q does not name the digest %s", err, plain.Layers[0].Digest)
+		}
+		_, err = f.ImageLabels(ctx(t), "sha256:nothex")
+		wantErr(t, "ImageLabels(invalid digest)", err, errdefs.ErrInvalidArgument)
 	})
 
 	t.Run("BlobSize", func(t *testing.T) {

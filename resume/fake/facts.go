@@ -238,6 +238,25 @@ func (f *Facts) ResolveImage(ctx context.Context, ref string) (snapshot.Base, er
 	return base, nil
 }
 
+// ImageLabels returns the config.Labels of the image config blob config
+// (snapshot.ImageConfigReader): errdefs.ErrNotFound when the blob is
+// absent, errdefs.ErrInvalidArgument for an invalid digest or a blob that
+// is not a JSON image config, as runtime/containerd does.
+func (f *Facts) ImageLabels(ctx context.Context, config digest.Digest) (map[string]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := f.blob(config)
+	if err != nil {
+		return nil, fmt.Errorf("image config: %w", err)
+	}
+	var cfg ocispec.Image
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("image config %s: not a JSON image config: %w: %w", config, errdefs.ErrInvalidArgument, err)
+	}
+	return cfg.Config.Labels, nil
+}
+
 func (f *Facts) manifestAndConfig(d digest.Digest) (ocispec.Manifest, ocispec.Image, error) {
 	b, err := f.blob(d)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,19 +50,24 @@ type Probe interface {
 }
 
 // Fixture is one fresh setup: a Capturer and its Probe, a container created
-// from Image (a normalized reference stored in the image store) whose task
-// is running and which has written files, and a unique prefix for lease ids.
+// from Image (a normalized reference stored in the image store, whose
+// config has no labels) whose task is running and which has written files,
+// a unique prefix for lease ids, and a second stored image, LabelledImage
+// (normalized), whose config carries exactly Labels (at least one).
 type Fixture struct {
-	Capturer  snapshot.Capturer
-	Probe     Probe
-	Container string
-	Image     string
-	LeaseID   string // unique per fixture: "sandbox-resume.run/<something>"
+	Capturer      snapshot.Capturer
+	Probe         Probe
+	Container     string
+	Image         string
+	LeaseID       string // unique per fixture: "sandbox-resume.run/<something>"
+	LabelledImage string
+	Labels        map[string]string
 }
 
 // Run runs the conformance suite; newFixture is called once per subtest.
 func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 	t.Run("ContainerAndImage", func(t *testing.T) { testContainer(t, newFixture(t)) })
+	t.Run("ImageLabels", func(t *testing.T) { testImageLabels(t, newFixture(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, newFixture(t)) })
 	t.Run("PauseDiffStop", func(t *testing.T) { testPauseDiffStop(t, newFixture(t)) })
 	t.Run("Blobs", func(t *testing.T) { testBlobs(t, newFixture(t)) })
@@ -107,6 +113,39 @@ func testContainer(t *testing.T, f Fixture) {
 	}
 	if h.ID == "" || h.Snapshotter == "" || h.Platform == "" {
 		t.Fatalf("Host = %+v", h)
+	}
+}
+
+// testImageLabels reads the labels of both images' configs through the
+// digests ResolveImage reports, and the errors for absent and invalid
+// digests.
+func testImageLabels(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	if len(f.Labels) == 0 || f.LabelledImage == "" {
+		t.Fatal("fixture: LabelledImage and Labels are required")
+	}
+	base, err := f.Capturer.ResolveImage(ctx, f.LabelledImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Capturer.ImageLabels(ctx, base.ConfigDigest)
+	if err != nil || !maps.Equal(got, f.Labels) {
+		t.Fatalf("ImageLabels(%s) = %q, %v; want %q", base.ConfigDigest, got, err, f.Labels)
+	}
+	plain, err := f.Capturer.ResolveImage(ctx, f.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.Capturer.ImageLabels(ctx, plain.ConfigDigest); err != nil || len(got) != 0 {
+		t.Fatalf("ImageLabels(%s, no labels) = %q, %v; want none", plain.ConfigDigest, got, err)
+	}
+	absent := digest.FromString("capturertest: a config that is not stored")
+	_, err = f.Capturer.ImageLabels(ctx, absent)
+	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), absent.String()) {
+		t.Fatalf("ImageLabels(absent): err = %v, want NotFound naming %s", err, absent)
+	}
+	if _, err := f.Capturer.ImageLabels(ctx, "sha256:nothex"); !errdefs.IsInvalidArgument(err) {
+		t.Fatalf("ImageLabels(invalid digest): err = %v, want InvalidArgument", err)
 	}
 }
 

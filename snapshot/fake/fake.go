@@ -40,6 +40,7 @@ const (
 	OpContainer    = "Container"
 	OpHost         = "Host"
 	OpResolveImage = "ResolveImage"
+	OpImageLabels  = "ImageLabels"
 	OpPauseTask    = "PauseTask"
 	OpResumeTask   = "ResumeTask"
 	OpStopTask     = "StopTask"
@@ -57,10 +58,13 @@ const (
 )
 
 // Image is an image in the fake's image store: Base as ResolveImage returns
-// it and the digests of its layer blobs (Layers), which HoldBase leases.
+// it, the digests of its layer blobs (Layers), which HoldBase leases, and
+// its config's labels (Labels), which ImageLabels returns for
+// Base.ConfigDigest.
 type Image struct {
 	Base   snapshot.Base
 	Layers []digest.Digest
+	Labels map[string]string
 }
 
 // Namespace is the containerd namespace the fake reports for every
@@ -137,6 +141,7 @@ func New(host snapshot.Host) *Capturer {
 func (f *Capturer) AddImage(img Image) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	img.Labels = maps.Clone(img.Labels)
 	f.images[img.Base.Name] = img
 	for _, d := range append([]digest.Digest{img.Base.IndexDigest, img.Base.ManifestDigest, img.Base.ConfigDigest}, img.Layers...) {
 		if d != "" {
@@ -327,6 +332,29 @@ func (f *Capturer) ResolveImage(_ context.Context, ref string) (snapshot.Base, e
 		return snapshot.Base{}, fmt.Errorf("image %q: %w", named.String(), errdefs.ErrNotFound)
 	}
 	return img.Base, nil
+}
+
+// ImageLabels implements snapshot.ImageConfigReader: the Labels of the
+// stored image whose Base.ConfigDigest is config. errdefs.ErrNotFound when
+// the config blob is absent; errdefs.ErrInvalidArgument for an invalid
+// digest or a blob that is no stored image's config.
+func (f *Capturer) ImageLabels(_ context.Context, config digest.Digest) (map[string]string, error) {
+	if err := f.enter(OpImageLabels); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	if err := config.Validate(); err != nil {
+		return nil, fmt.Errorf("image config digest %q: %w: %w", config, errdefs.ErrInvalidArgument, err)
+	}
+	if _, ok := f.blobs[config]; !ok {
+		return nil, fmt.Errorf("image config: blob %s: %w", config, errdefs.ErrNotFound)
+	}
+	for _, img := range f.images {
+		if img.Base.ConfigDigest == config {
+			return maps.Clone(img.Labels), nil
+		}
+	}
+	return nil, fmt.Errorf("image config %s: not a JSON image config: %w", config, errdefs.ErrInvalidArgument)
 }
 
 // PauseTask implements snapshot.TaskController.

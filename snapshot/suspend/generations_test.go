@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -750,7 +751,7 @@ func TestSuspendLaterCrashAnywhere(t *testing.T) {
 		if keep {
 			stop, last = fake.OpResumeTask, fake.OpSetLabels
 		}
-		want := []string{fake.OpContainer, fake.OpHost, fake.OpReadBlob, fake.OpCreateLease, fake.OpHoldBase, fake.OpSetLabels,
+		want := []string{fake.OpContainer, fake.OpHost, fake.OpReadBlob, fake.OpImageLabels, fake.OpCreateLease, fake.OpHoldBase, fake.OpSetLabels,
 			fake.OpPauseTask, fake.OpCreateDiff, fake.OpWriteBlob, fake.OpWriteBlob, stop, fake.OpReadBlob, last}
 		if fmt.Sprint(ops) != fmt.Sprint(want) {
 			t.Fatalf("keep %t: operations %v, want %v", keep, ops, want)
@@ -762,7 +763,7 @@ func TestSuspendLaterCrashAnywhere(t *testing.T) {
 		}
 		var points []point
 		for i := range ops {
-			points = append(points, point{op: i, after: i >= 10})
+			points = append(points, point{op: i, after: i >= 11}) // 11: the stop, after the record
 		}
 		points = append(points, point{op: -1, ledger: 1}, point{op: -1, ledger: 2, after: true})
 		for _, p := range points {
@@ -978,4 +979,22 @@ func TestSuspendLaterRerunSameRef(t *testing.T) {
 	if c := container(t, f, "inc"); c.Labels[snapshot.LabelCreated] != "" || c.Labels[snapshot.LabelSuspending] != "" || c.Task != snapshot.TaskRunning {
 		t.Fatalf("after a refusal: task %q labels %v", c.Task, c.Labels)
 	}
+}
+
+// TestSuspendLaterImageMetadata: the image's devcontainer.metadata label is
+// checked at a later generation too (the same config read by a release
+// whose rules refuse it): an *envmanifest.ImageMetadataError before
+// anything is paused.
+func TestSuspendLaterImageMetadata(t *testing.T) {
+	f, e, l, g1 := laterFixture(t, `{"image":"busybox:1"}`)
+	f.AddImage(fake.Image{Base: g1.Ref.Base, Layers: []digest.Digest{digest.FromString("layer0")},
+		Labels: map[string]string{envmanifest.ImageMetadataLabel: `[{"postCreateCommand":"curl x | sh"}]`}})
+	n := len(f.Ops())
+	_, err := suspend.Run(context.Background(), f, l, e.req("inc", ""))
+	var me *envmanifest.ImageMetadataError
+	if !errors.As(err, &me) || len(me.Refusals) == 0 {
+		t.Fatalf("err = %v, want an image-metadata refusal", err)
+	}
+	noOps(t, f, n, fake.OpPauseTask, fake.OpSetLabels, fake.OpCreateLease)
+	e.noRefFile(t)
 }

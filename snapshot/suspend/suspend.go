@@ -220,7 +220,10 @@ type Result struct {
 //     lockfile and base are copied from it; the image is not resolved
 //     again) and the snapshot's parent is identity.ChainID of the base's
 //     diffIDs followed by those of the layers of the generation it was
-//     resumed from (none for a runtime container kept running);
+//     resumed from (none for a runtime container kept running). At every
+//     generation the devcontainer.metadata label of the image's config
+//     must pass envmanifest.CheckImageMetadata (else an
+//     *envmanifest.ImageMetadataError; no label passes);
 //  4. create the run lease snapshot.RunLease(run) first (at generation 1
 //     a rerun finds it and keeps its creation time, and a lease made for
 //     another container is ErrRunConflict; a later generation finds it)
@@ -439,6 +442,9 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		if err := s.describesLater(); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkImageMetadata(ctx, s.c, m.Core.Image, base); err != nil {
+		return nil, err
 	}
 	if len(s.ctr.Spec) == 0 {
 		return nil, fmt.Errorf("suspend: container %q has no runtime spec to record: %w", s.ctr.ID, errdefs.ErrFailedPrecondition)

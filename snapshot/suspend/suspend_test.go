@@ -583,7 +583,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 		if keep {
 			last = fake.OpResumeTask
 		}
-		want := []string{fake.OpContainer, fake.OpHost, fake.OpResolveImage, fake.OpCreateLease, fake.OpHoldBase, fake.OpSetLabels,
+		want := []string{fake.OpContainer, fake.OpHost, fake.OpResolveImage, fake.OpImageLabels, fake.OpCreateLease, fake.OpHoldBase, fake.OpSetLabels,
 			fake.OpPauseTask, fake.OpCreateDiff, fake.OpWriteBlob, fake.OpWriteBlob, last, fake.OpSetLabels}
 		if fmt.Sprint(ops) != fmt.Sprint(want) {
 			t.Fatalf("keep %t: operations %v, want %v", keep, ops, want)
@@ -597,7 +597,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 		}
 		var points []point
 		for i := range ops {
-			points = append(points, point{op: i, ledger: 0, after: i >= 10})
+			points = append(points, point{op: i, ledger: 0, after: i >= 11})
 		}
 		points = append(points, point{op: -1, ledger: 1}, point{op: -1, ledger: 2, after: true})
 		for _, p := range points {
@@ -690,7 +690,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 // restored and no ref file exists; after it the generation stands and the
 // rerun finishes it.
 func TestSuspendFailAnywhere(t *testing.T) {
-	const ops = 12 // TestSuspendCrashAnywhere checks the list
+	const ops = 13 // TestSuspendCrashAnywhere checks the list
 	for i := range ops {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			ctx := context.Background()

@@ -25,6 +25,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
+	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
@@ -420,17 +422,25 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 func TestMaterializerConformance(t *testing.T) {
 	d := harness.Start(t, "matconf")
 	harness.ImportBusybox(t, d, "busybox:1")
+	// The base's command keeps running: busybox's default /bin/sh exits at
+	// once on the task's null stdin, so the suite's "a started task is
+	// running" check raced the workload's exit.
+	im, err := testimage.Busybox("busybox", testimage.WithCmd("/bin/sleep", "3600"))
+	if err != nil {
+		testenv.Missing(t, "harness: %v", err)
+	}
 	materializertest.Run(t, func(t *testing.T) materializertest.Fixture {
 		ns := d.NewNamespace()
-		im := harness.Busybox(t, "busybox")
 		d.Put(t, ns, im)
 		d.Tag(t, ns, "docker.io/library/busybox:1", im.Index)
 		rt := d.Connect(t, ns)
-		base, err := rt.ResolveImage(d.Context(t), "busybox:1")
+		cctx := namespaces.WithNamespace(d.Context(t), ns)
+		// Resolved in ns (d.Context carries the daemon's namespace, whose
+		// busybox:1 is the sh image).
+		base, err := rt.ResolveImage(cctx, "busybox:1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cctx := namespaces.WithNamespace(d.Context(t), ns)
 		spec := func(t testing.TB, id string) *containerstore.Container {
 			c, err := d.Client.ContainerService().Get(cctx, id)
 			if err != nil {

@@ -25,6 +25,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -136,13 +137,16 @@ func (p captureProbe) SnapshotKind(ctx context.Context, c snapshot.Container) (s
 func TestCapturerConformance(t *testing.T) {
 	d := harness.Start(t, "capture")
 	im := harness.ImportBusybox(t, d, "busybox:1")
+	meta := testimage.MetadataCases[0]
+	lab := harness.ImportBusyboxLabelled(t, d, "labelled:1", meta)
 	rt := d.Connect(t, "")
 	n := 0
 	capturertest.Run(t, func(t *testing.T) capturertest.Fixture {
 		n++
 		cid := runningContainer(t, d, im.Name, fmt.Sprintf("conf%d", n))
 		return capturertest.Fixture{Capturer: rt, Probe: captureProbe{rt}, Container: cid, Image: im.Name,
-			LeaseID: snapshot.RunLease(fmt.Sprintf("conf-%d", n))}
+			LeaseID:       snapshot.RunLease(fmt.Sprintf("conf-%d", n)),
+			LabelledImage: lab.Name, Labels: meta.Labels()}
 	})
 }
 

@@ -196,6 +196,43 @@ func ImportBusyboxVariant(t testing.TB, d *Daemon, name, marker string) BusyboxI
 	}
 }
 
+var labelled sync.Map // label → *testimage.Image
+
+// ImportBusyboxLabelled writes a busybox image whose config carries the
+// labels of c (testimage.MetadataCase: a devcontainer.metadata label, as
+// the Dev Containers tooling writes it) and points name (normalized first)
+// at its index. Its layer is the "busybox" marker's, so its diffIDs, and
+// the chain a container of it has as parent, are those of ImportBusybox;
+// its config, manifest and index digests are its own. Built once per
+// process per label.
+func ImportBusyboxLabelled(t testing.TB, d *Daemon, name string, c testimage.MetadataCase) BusyboxImage {
+	t.Helper()
+	n, err := reference.ParseDockerRef(name)
+	if err != nil {
+		t.Fatalf("harness: image name %q: %v", name, err)
+	}
+	v, ok := labelled.Load(c.Label)
+	if !ok {
+		im, err := testimage.Busybox("busybox", testimage.WithLabels(c.Labels()))
+		if err != nil {
+			testenv.Missing(t, "harness: %v", err)
+		}
+		v, _ = labelled.LoadOrStore(c.Label, im)
+	}
+	im := v.(*testimage.Image)
+	d.Put(t, "", im)
+	d.Tag(t, "", n.String(), im.Index)
+	return BusyboxImage{
+		Name:     n.String(),
+		Index:    im.Index.Digest,
+		Manifest: im.Manifest.Digest,
+		Config:   im.Config.Digest,
+		DiffIDs:  im.DiffIDs,
+		Platform: im.PlatformString(),
+		Image:    im,
+	}
+}
+
 // ImportBusyboxManifest writes the busybox image (marker "busybox") and
 // points name (normalized first) at its single-platform manifest for the
 // host platform instead of the index; the returned Index is empty.
