@@ -19,8 +19,9 @@
 #      BenchmarkVerifyRefBulk and BenchmarkDecideFake; decision latency
 #      warm (BenchmarkDecideWarmDaemon) and cold (BenchmarkResumeCheckProcess,
 #      a new `resume --check` process each time).
-#   3. test/integration BenchmarkMoveLifecycle: suspend, export, import,
-#      materialize vs tar/zstd/sha256sum baselines on the same bytes
+#   3. test/integration BenchmarkMoveLifecycle: suspend (and its pause
+#      window), export, import, materialize and time to a running
+#      incarnation vs tar/zstd/sha256sum/ctr baselines on the same bytes
 #      (1, 4, 16, 64 MiB × 3, 256 MiB × 5, 1 GiB × 3 unless BENCH_LARGE=0).
 #   4. Growth: ingest vs features (1→100) and env entries (1→10,000)
 #      (bench/growth); the lifecycle steps vs MiB of changes; gnuplot PNGs.
@@ -293,7 +294,7 @@ section3() {
     echo
     echo "    SR_BENCH_OUT=rows.tsv SR_BENCH_SIZES=$sizes go test -run '^\$' -bench BenchmarkMoveLifecycle -benchtime 1x ./test/integration"
     echo
-    echo "Each lifecycle: \`suspend\` of the running task on A, \`export\` on A, \`import\` on B, \`resume\` (no --check: claim, verify the diff, create the container) on A; each step timed as its CLI process beside its baseline on the same bytes, in alternating order, with \`sync\` before every timed step; cleanup (\`discard\` with synchronous GC on both hosts, container deleted) untimed."
+    echo "Each lifecycle: \`suspend\` of the running task on A, \`export\` on A, \`import\` on B, \`resume\` (no --check: claim, verify the diff, create the container) on A, and \`resume --start\` of the imported ref on B (time to a running incarnation; both daemons warm: the base image unpacked on each); each step timed as its CLI process beside its baseline on the same bytes, in rotating order, with \`sync\` before every timed step; cleanup (\`discard\` with synchronous GC on both hosts, containers deleted) untimed. The pause window of each suspend (the task's /tasks/paused event to its /tasks/resumed, /tasks/exit or /tasks/delete event, daemon timestamps) is reported on its own."
     echo
     local mib
     for mib in 256 1024; do
@@ -306,12 +307,13 @@ section3() {
       echo "| step (ours) | ours median (min – max) | baseline on the same bytes | baseline median (min – max) | ratio | goal |"
       echo "|---|---|---|---|---|---|"
       local op base goal
-      for op in suspend materialize export import; do
+      for op in suspend materialize export import running; do
         case $op in
           suspend) base='`tar -c UPPER \| zstd -1 \| sha256sum`'; goal="≤ 1.25×" ;;
           materialize) base='`zstd -d < DIFF \| tar -x`'; goal="≤ 1.25×" ;;
-          export) base='`tar -cf files.tar -C UPPER .`'; goal="≤ 1.25×" ;;
+          export) base='`tar -cf files.tar -C UPPER . && sync files.tar`'; goal="≤ 1.25×" ;;
           import) base='`tar -xf files.tar && sha256sum files.tar && sync`'; goal="≤ 2×" ;;
+          running) base='`zstd -d < DIFF \| tar -x` then `ctr run -d BASE` (host B)'; goal="≤ 1.5×" ;;
         esac
         read -r n m l h < <(life "$mib" "$op")
         read -r nb mb lb hb < <(life "$mib" "$op-base")
@@ -321,6 +323,7 @@ section3() {
           materialize) cmdline='`sandbox-resume resume --ref ref.json --config F --trust PUB --container M`' ;;
           export) cmdline='`sandbox-resume export --ref ref.json --out run.tar`' ;;
           import) cmdline='`sandbox-resume import run.tar --trust PUB --out ref.json` (host B)' ;;
+          running) cmdline='`sandbox-resume resume --ref imported.json --config F --trust PUB --container M --start` (host B)' ;;
         esac
         local x; x=$(ratio "$m" "$mb")
         local ok="**missed**"
@@ -328,6 +331,12 @@ section3() {
         echo "| $op: $cmdline | **$(fmt_ms "$m") ms** ($(fmt_ms "$l") – $(fmt_ms "$h")), n=$n | $base | $(fmt_ms "$mb") ms ($(fmt_ms "$lb") – $(fmt_ms "$hb")), n=$nb | **${x}×** | $goal — $ok |"
       done
       echo
+      n= m= l= h=
+      read -r n m l h < <(life "$mib" pause) || true
+      if [[ -n ${m:-} ]]; then
+        echo "Pause window of the suspends above (task paused → stopped): **$(fmt_ms "$m") ms** ($(fmt_ms "$l") – $(fmt_ms "$h")), n=$n."
+        echo
+      fi
     done
   } >"$W/s3.md"
 }
@@ -359,7 +368,7 @@ section4() {
       plot '$W/l-suspend.dat' u 1:2:3:4 w yerrorlines lw 2 lc 1 pt 7 t 'suspend',
            '$W/l-suspend-base.dat' u 1:2:3:4 w yerrorlines lw 1 lc 1 dt 2 pt 6 t 'tar -c | zstd -1 | sha256sum',
            '$W/l-export.dat' u 1:2:3:4 w yerrorlines lw 2 lc 2 pt 5 t 'export',
-           '$W/l-export-base.dat' u 1:2:3:4 w yerrorlines lw 1 lc 2 dt 2 pt 4 t 'tar -c',
+           '$W/l-export-base.dat' u 1:2:3:4 w yerrorlines lw 1 lc 2 dt 2 pt 4 t 'tar -cf && sync',
            '$W/l-import.dat' u 1:2:3:4 w yerrorlines lw 2 lc 3 pt 9 t 'import',
            '$W/l-import-base.dat' u 1:2:3:4 w yerrorlines lw 1 lc 3 dt 2 pt 8 t 'tar -x && sha256sum && sync',
            '$W/l-materialize.dat' u 1:2:3:4 w yerrorlines lw 2 lc 4 pt 13 t 'materialize (resume)',

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -189,15 +190,24 @@ func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase 
 	return res, nil
 }
 
+// exportBufferSize is how many archive bytes ExportFile gathers per write
+// to the file (the archive writer's are 32 KiB copies and 512-byte
+// headers).
+const exportBufferSize = 1 << 20
+
 // ExportFile is Export (with its options) into the file path, written
 // atomically (internal/atomicfile: a temporary file in the same directory,
-// fsync, rename, fsync of the directory). A failure leaves no file at path
-// (an existing one is kept unchanged).
+// written exportBufferSize bytes at a time, one fsync at the end, rename,
+// fsync of the directory). A failure leaves no file at path (an existing
+// one is kept unchanged).
 func ExportFile(ctx context.Context, s Store, refFile []byte, path string, withBase bool, opts ...Option) (*ExportResult, error) {
 	var res *ExportResult
 	err := atomicfile.Create(path, 0o644, atomicfile.Options{}, func(w io.Writer) (err error) {
-		res, err = Export(ctx, s, refFile, w, withBase, opts...)
-		return err
+		bw := bufio.NewWriterSize(w, exportBufferSize)
+		if res, err = Export(ctx, s, refFile, bw, withBase, opts...); err != nil {
+			return err
+		}
+		return bw.Flush()
 	})
 	if err != nil {
 		return nil, err

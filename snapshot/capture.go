@@ -123,12 +123,15 @@ type TaskController interface {
 
 // Differ captures a container's filesystem changes.
 type Differ interface {
-	// CreateDiff diffs the container's snapshot against its parent with the
-	// diff service (rootfs.CreateDiff, media type
-	// ocispec.MediaTypeImageLayerZstd; never Commit of the live key), under
-	// the lease (which must exist: an unleased diff is collected), and
-	// returns the stored blob's descriptor with its diffID and uncompressed
-	// size in bytes, both read back from the stored blob.
+	// CreateDiff diffs the container's snapshot against its parent (any
+	// differ whose layer, applied over the parent, gives the same tree:
+	// for an overlayfs snapshot runtime/containerd walks the upper
+	// directory in process, otherwise the diff service's rootfs.CreateDiff;
+	// media type ocispec.MediaTypeImageLayerZstd; never Commit of the live
+	// key), stores it under the lease (which must exist: an unleased diff
+	// is collected), and returns the stored blob's descriptor with its
+	// diffID and uncompressed size in bytes, both checked against the
+	// stored blob (the commit's expected digest, or a read-back).
 	CreateDiff(ctx context.Context, lease string, c Container) (Layer, error)
 }
 

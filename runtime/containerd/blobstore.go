@@ -36,10 +36,11 @@ func (r *Runtime) ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error)
 	return readBlob(ctx, r.client.ContentStore(), ocispec.Descriptor{Digest: d})
 }
 
-// OpenBlob implements migrate.BlobReader: a reader of the blob in place.
-// An absent blob wraps errdefs.ErrNotFound.
+// OpenBlob implements migrate.BlobReader: a reader of the blob in place
+// (the blob file itself when the daemon's directory is visible here,
+// localcontent.go). An absent blob wraps errdefs.ErrNotFound.
 func (r *Runtime) OpenBlob(ctx context.Context, desc ocispec.Descriptor) (migrate.StoredBlob, error) {
-	ra, err := r.client.ContentStore().ReaderAt(ctx, desc)
+	ra, err := r.blobProvider(ctx).ReaderAt(ctx, desc)
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", desc.Digest, native(err))
 	}
@@ -89,8 +90,10 @@ func (r *Runtime) AddToLease(ctx context.Context, lease string, blobs ...digest.
 }
 
 // WriteArchive implements migrate.Archiver with containerd's archive
-// exporter (core/images/archive.Export over the content store, blobs read
-// ahead readBufferSize bytes at a time) and archive.WithSkipDockerManifest
+// exporter (core/images/archive.Export, which checks each blob's digest as
+// it copies it, over the content store: blob files read in place when the
+// daemon's directory is visible here, else read ahead readBufferSize bytes
+// at a time; localcontent.go) and archive.WithSkipDockerManifest
 // (no Docker manifest.json that would present a ref as an image config).
 func (r *Runtime) WriteArchive(ctx context.Context, w io.Writer, entries ...migrate.ArchiveEntry) error {
 	eopts := []archive.ExportOpt{archive.WithSkipDockerManifest()}
@@ -101,7 +104,7 @@ func (r *Runtime) WriteArchive(ctx context.Context, w io.Writer, entries ...migr
 			eopts = append(eopts, archive.WithManifest(e.Desc))
 		}
 	}
-	if err := archive.Export(ctx, readAheadProvider{r.client.ContentStore()}, w, eopts...); err != nil {
+	if err := archive.Export(ctx, r.blobProvider(ctx), w, eopts...); err != nil {
 		return native(err)
 	}
 	return nil

@@ -184,17 +184,30 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// CreateDiff implements snapshot.Differ: rootfs.CreateDiff of the
+// CreateDiff implements snapshot.Differ. An active overlayfs snapshot this
+// process can read is diffed here, in one pass (differ.go: the upper
+// directory against the parent view, zstd at SpeedFastest, digest, diffID
+// and size computed while the blob is written under the lease and checked
+// by the daemon at commit). Otherwise: rootfs.CreateDiff of the
 // container's snapshot against its parent through the diff service, media
 // type ocispec.MediaTypeImageLayerZstd (gzip when the daemon cannot make
-// zstd: containerd 1.6), under the lease. The blob is then streamed back
+// zstd: containerd 1.6), under the lease; the blob is then streamed back
 // and decompressed to measure its uncompressed size and check that its
 // digest is the diffID the differ labelled it with. A snapshot.Progress in
-// ctx gets the bytes written while the daemon writes them.
+// ctx gets the bytes of the blob while either differ writes it.
 func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Container) (snapshot.Layer, error) {
+	// Both differs write the ingest <lease>/diff: its offset is the
+	// progress (generations.go).
+	done := r.watchIngest(ctx, lease+"/diff")
+	if l, ok, err := r.overlayDiff(ctx, lease, c); ok {
+		done(l.Desc.Size)
+		if err != nil {
+			return snapshot.Layer{}, err
+		}
+		return snapshot.Layer{MediaType: l.Desc.MediaType, Digest: l.Desc.Digest, Size: l.Desc.Size, DiffID: l.DiffID, UncompressedSize: l.UncompressedSize}, nil
+	}
 	lctx := leases.WithLease(ctx, lease)
 	sn := r.client.SnapshotService(c.Snapshotter)
-	done := r.watchIngest(ctx, lease+"/diff") // progress (generations.go)
 	desc, err := rootfs.CreateDiff(lctx, c.SnapshotKey, sn, r.client.DiffService(),
 		diff.WithMediaType(ocispec.MediaTypeImageLayerZstd), diff.WithReference(lease+"/diff"))
 	if errdefs.IsNotImplemented(native(err)) {

@@ -167,12 +167,13 @@ func (r *Runtime) DeleteContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// CheckDiff implements resume.Materializer: it reads a layer blob
-// from the content store once and checks it with snapshot.VerifyDiff, the
-// layer verifier the fakes call too. A mismatch wraps
+// CheckDiff implements resume.Materializer: it reads a layer blob from
+// the content store once (the blob file itself when the daemon's directory
+// is visible here, localcontent.go) and checks it with snapshot.VerifyDiff,
+// the layer verifier the fakes call too. A mismatch wraps
 // snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
 func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Layer) error {
-	ra, err := r.client.ContentStore().ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
+	ra, err := r.blobProvider(ctx).ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", d.Digest, native(err))
 	}

@@ -95,14 +95,14 @@ func (g *Registry) FetchToStore(ctx context.Context, ref, lease string, desc oci
 // Push implements migrate.Registry: desc and everything under it, each
 // descriptor's push redone whole on a transient failure (pushTree), with a
 // new resolver per call (a reused one silently skips a second push of a
-// digest it pushed before, to any repository — measured), blobs read
-// ahead readBufferSize bytes at a time.
+// digest it pushed before, to any repository — measured), blobs read in
+// place or ahead readBufferSize bytes at a time (localcontent.go).
 func (g *Registry) Push(ctx context.Context, ref string, desc ocispec.Descriptor, p migrate.Progress) error {
 	pusher, err := g.t.Resolver(ctx).Pusher(ctx, ref)
 	if err != nil {
 		return g.t.registryError(refHost(ref), fmt.Errorf("push %s: %w", ref, err))
 	}
-	var store content.Provider = readAheadProvider{g.r.client.ContentStore()}
+	var store content.Provider = g.r.blobProvider(ctx)
 	if _, quiet := p.(migrate.NoProgress); !quiet && p != nil {
 		store = progressProvider{Provider: store, p: p}
 	}

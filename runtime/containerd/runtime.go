@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -48,12 +49,17 @@ type Runtime struct {
 	platform       ocispec.Platform
 	matcher        platforms.MatchComparer
 	cache          blobCache
+	differ         Differ
+
+	contentRootOnce sync.Once
+	contentRoot     string // the daemon's content store directory when visible here (localcontent.go)
 }
 
 type options struct {
 	timeout        time.Duration
 	hostIDOverride string
 	platform       *ocispec.Platform
+	differ         Differ
 }
 
 // Option configures Connect.
@@ -137,6 +143,7 @@ func Connect(ctx context.Context, address, namespace string, opts ...Option) (*R
 		hostIDOverride: o.hostIDOverride,
 		platform:       p,
 		matcher:        platforms.OnlyStrict(p),
+		differ:         o.differ,
 	}, nil
 }
 

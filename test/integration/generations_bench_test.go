@@ -63,7 +63,7 @@ func BenchmarkSuspendGeneration2(b *testing.B) {
 		runs++
 		run = fmt.Sprintf("bench-gen-%d", runs)
 		cid := scriptContainer(b, d, r.im.Name, fmt.Sprintf("bg%d", runs), idle)
-		writeFiles(b, filepath.Join(upperDir(b, ctx, d, cid), "run"), "f", benchRunBytes/benchFileBytes, 1)
+		writeGenFiles(b, filepath.Join(upperDir(b, ctx, d, cid), "run"), "f", benchRunBytes/benchFileBytes, 1)
 		unix.Sync()
 		latest = filepath.Join(r.env.dir, run+".g1.json")
 		_, ref := r.suspend(b, cid, run, latest)
@@ -106,8 +106,8 @@ func BenchmarkSuspendGeneration2(b *testing.B) {
 		upper := upperDir(b, ctx, d, busy)
 		// Rewrite 256 of the run's files (their new content shadows the
 		// old in the upper directory, as a copy-up leaves it) and add 256.
-		writeFiles(b, filepath.Join(upper, "run"), "f", benchChangedBytes/2/benchFileBytes, uint64(100+i))
-		writeFiles(b, filepath.Join(upper, "new"), fmt.Sprintf("n%d-", i), benchChangedBytes/2/benchFileBytes, uint64(200+i))
+		writeGenFiles(b, filepath.Join(upper, "run"), "f", benchChangedBytes/2/benchFileBytes, uint64(100+i))
+		writeGenFiles(b, filepath.Join(upper, "new"), fmt.Sprintf("n%d-", i), benchChangedBytes/2/benchFileBytes, uint64(200+i))
 		unix.Sync()
 		timePipe := func() {
 			start := time.Now()
@@ -142,9 +142,9 @@ func BenchmarkSuspendGeneration2(b *testing.B) {
 		len(changed), changed, unchanged, pipe)
 }
 
-// writeFiles writes count files of benchFileBytes under dir, named
+// writeGenFiles writes count files of benchFileBytes under dir, named
 // <prefix><i>, alternately pseudo-random and text (seeded by seed).
-func writeFiles(b *testing.B, dir, prefix string, count int, seed uint64) {
+func writeGenFiles(b *testing.B, dir, prefix string, count int, seed uint64) {
 	b.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
