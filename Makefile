@@ -47,7 +47,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml; the pinned GOLANGCI_LINT_V
 clean: ## remove build output (keeps the cached containerd binaries)
 	rm -f bin/sandbox-resume
 
-demo: ## the main job end to end, as root: suspend a container, resume it, show two refusals (examples/demo.sh)
+demo: ## the life of a run, as root: suspend, resume, work, suspend, resume, inspect, runs, a superseded refusal (examples/demo.sh)
 	@./examples/demo.sh
 
 docs: ## regenerate schemas/*.schema.json and docs/ from the code (tests fail when they are stale)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# examples/demo.sh — the main job end to end, as root on a Debian 12 machine:
-# suspend a container's run, resume it into a new container that sees the
-# files it wrote, then show two refusals with their verdicts.
+# examples/demo.sh — the life of a durable run, as root on a Debian 12
+# machine, with a plain busybox image (its own command is /bin/sh): a
+# container writes a file and is suspended (generation 1); resume brings it
+# back as a new container running the recorded process, which does more
+# work and is suspended again (generation 2: only what changed since the
+# resume); resume brings that back. Then `inspect` shows the chain, `runs`
+# the ledger, and resuming generation 1 again is refused as superseded (9).
 #
 #   sudo examples/demo.sh [--address SOCK] [--verbose]     (or: sudo make demo)
 #
@@ -10,7 +14,9 @@
 # and starts its own containerd in a temporary directory, the integration
 # harness's way (config `version = 3`, CRI/NRI/opt disabled, its own socket).
 # The busybox image is built locally from Debian's busybox-static (no
-# network). Everything it made is removed at the end, also on failure.
+# network). The run ledger is a file in the temporary directory
+# ($SANDBOX_RESUME_LEDGER), so every run of the demo starts afresh.
+# Everything it made is removed at the end, also on failure.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +28,7 @@ while [ $# -gt 0 ]; do
 	--address) address=$2; shift 2 ;;
 	--address=*) address=${1#*=}; shift ;;
 	--verbose|-v) verbose=1; shift ;;
-	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
 	*) echo "demo.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
 	esac
 done
@@ -39,7 +45,7 @@ daemon_pid=""
 own_daemon=0
 src=demo-src
 run=demo-1
-resumed=$run-g2
+export SANDBOX_RESUME_LEDGER=$tmp/ledger.db
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -68,7 +74,7 @@ cleanup() {
 			done
 			ctr_ containers delete "$c" >/dev/null 2>&1
 		done
-		sr discard --run "$run" >/dev/null 2>&1
+		sr discard --run "$run" --force >/dev/null 2>&1
 		for i in $(ctr_ images list --quiet 2>/dev/null); do ctr_ images delete --sync "$i" >/dev/null 2>&1; done
 		ctr namespaces remove "$ns" >/dev/null 2>&1
 	fi
@@ -133,56 +139,81 @@ else
 fi
 note "namespace $ns"
 
-say "import the bundled busybox image (built from /bin/busybox of busybox-static; no network)"
-quiet go run ./examples/importbusybox --address "$address" --namespace "$ns" --sleep busybox:1
-note "docker.io/library/busybox:1 → $(ctr_ images list | awk '$1=="docker.io/library/busybox:1"{print $3}')"
+say "import a plain busybox image (built from /bin/busybox of busybox-static; no network)"
+quiet go run ./examples/importbusybox --address "$address" --namespace "$ns" busybox:1
+note "docker.io/library/busybox:1 → $(ctr_ images list 2>>"$log" | awk '$1=="docker.io/library/busybox:1"{print $3}') (its own command: /bin/sh)"
 
-say "run a container that writes /data.txt and deletes /etc/sandbox-resume-marker"
+# wait_file ID PATH: until PATH exists in container ID's running task.
+wait_file() {
+	for _ in $(seq 100); do
+		ctr_ tasks exec --exec-id "probe$RANDOM" "$1" test -f "$2" </dev/null >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "demo.sh: $2 never appeared in $1" >>"$log"
+	return 1
+}
+# inside ID CMD…: run CMD in container ID's task, its output indented.
+inside() {
+	local id=$1; shift
+	ctr_ tasks exec --exec-id "show$RANDOM" "$id" "$@" </dev/null 2>>"$log" | sed 's/^/    /'
+}
+
+say "run a container: it writes /data.txt (when absent), deletes /etc/sandbox-resume-marker, then sleeps"
+# The process is what every incarnation runs again (memory does not carry
+# over, the recorded process does): it must not undo what came back.
 quiet ctr_ run --detach --null-io --snapshotter overlayfs --env GREETING=hello docker.io/library/busybox:1 "$src" \
-	sh -c 'echo "hello from before the suspend" > /data.txt && rm -f /etc/sandbox-resume-marker && exec sleep 86400'
-for _ in $(seq 100); do
-	ctr_ tasks exec --exec-id probe "$src" test -f /data.txt </dev/null >/dev/null 2>&1 && break
-	sleep 0.1
-done
-note "container $src: $(ctr_ tasks exec --exec-id show "$src" cat /data.txt </dev/null 2>>"$log")"
+	sh -c '[ -e /data.txt ] || echo "generation 1: written before the first suspend" > /data.txt; rm -f /etc/sandbox-resume-marker; exec sleep 86400'
+wait_file "$src" /data.txt
+note "\$ cat /data.txt   (in $src)"
+inside "$src" cat /data.txt
 
-say "suspend it (run $run): diff of its snapshot, signed SnapshotRef"
-cat >"$tmp/devcontainer.json" <<'EOF'
+say "suspend it: generation 1 of run $run (a diff of its snapshot, its runtime spec, a signed SnapshotRef, the ledger)"
+cat >"$tmp/devcontainer.json" <<'EOF2'
 {
-  // the run's declaration: image, environment
+  // the run's declaration: image, environment (the container was run with it)
   "image": "busybox:1",
   "containerEnv": {"GREETING": "hello"}
 }
-EOF
+EOF2
 quiet sr keygen --out "$tmp/demo"
-quiet sr suspend --container "$src" --config "$tmp/devcontainer.json" --key "$tmp/demo.key" --run "$run" --out "$tmp/ref.json"
-note "ref: $tmp/ref.json"
-sed -n 's/^ *"\(manifest\|digest\|diffID\)": \("[^"]*"\).*/    \1: \2/p' "$tmp/ref.json" | head -n 3
+sr suspend --container "$src" --config "$tmp/devcontainer.json" --key "$tmp/demo.key" --run "$run" --out "$tmp/$run.g1.ref.json" | sed 's/^/    /'
 
-say "resume it: eleven checks, claim, verify the layers, apply, create $resumed from the recorded spec and start it"
-sr resume --ref "$tmp/ref.json" --config "$tmp/devcontainer.json" --trust "$tmp/demo.pub" --start | sed 's/^/    /'
+say "resume generation 1: the checks, the claim, a new container $run-g2 running the recorded process"
+sr resume --ref "$tmp/$run.g1.ref.json" --config "$tmp/devcontainer.json" --trust "$tmp/demo.pub" --container "$run-g2" --start | sed 's/^/    /'
+wait_file "$run-g2" /data.txt
+note "\$ head -1 /proc/1/status; echo \$GREETING; cat /data.txt; ls /etc/sandbox-resume-marker   (in $run-g2)"
+inside "$run-g2" sh -c 'head -1 /proc/1/status; echo "GREETING=$GREETING"; cat /data.txt; ls /etc/sandbox-resume-marker 2>&1 || true'
 
-say "a process inside the resumed container prints the file"
-note "\$ ctr task exec $resumed cat /data.txt"
-ctr_ tasks exec --exec-id show "$resumed" cat /data.txt </dev/null 2>>"$log" | sed 's/^/    /'
-note "\$ ctr task exec $resumed sh -c 'echo \$GREETING; ls /etc/sandbox-resume-marker'"
-ctr_ tasks exec --exec-id show2 "$resumed" sh -c 'echo "GREETING=$GREETING"; ls /etc/sandbox-resume-marker 2>&1 || true' </dev/null 2>>"$log" | sed 's/^/    /'
+say "work in the resumed container: append to /data.txt, write /notes.txt"
+inside "$run-g2" sh -c 'echo "generation 2: written after the resume" >> /data.txt && echo "a note" > /notes.txt && echo done'
 
-say "refusal 1: the offered devcontainer.json changed containerEnv"
-sed 's/"GREETING": "hello"/"GREETING": "bonjour"/' "$tmp/devcontainer.json" >"$tmp/changed.json"
+say "suspend it again: generation 2, whose new layer holds only what changed since the resume"
+sr suspend --container "$run-g2" --config "$tmp/devcontainer.json" --key "$tmp/demo.key" --out "$tmp/$run.g2.ref.json" | sed 's/^/    /'
+note "the incarnation is deleted (its content lives in the layers): $(ctr_ containers list --quiet 2>>"$log" | grep -cx "$run-g2" || true) container named $run-g2"
+
+say "resume generation 2 into $run-g3"
+sr resume --ref "$tmp/$run.g2.ref.json" --config "$tmp/devcontainer.json" --trust "$tmp/demo.pub" --container "$run-g3" --start | sed 's/^/    /'
+wait_file "$run-g3" /notes.txt
+note "\$ cat /data.txt /notes.txt   (in $run-g3)"
+inside "$run-g3" cat /data.txt /notes.txt
+
+if sr inspect --help >/dev/null 2>&1; then
+	say "inspect the chain: generation 2 names generation 1 as its parent"
+	for g in 2 1; do
+		note "\$ sandbox-resume inspect $run.g$g.ref.json"
+		sr inspect --trust "$tmp/demo.pub" "$tmp/$run.g$g.ref.json" | sed 's/^/    /'
+	done
+fi
+
+say "the run ledger: generation 2 is live, held by $run-g3"
+sr runs | sed 's/^/    /'
+
+say "refusal: resuming generation 1 again — generation 2 supersedes it"
 code=0
-sr resume --check --ref "$tmp/ref.json" --config "$tmp/changed.json" --trust "$tmp/demo.pub" >"$tmp/out" || code=$?
+sr resume --check --ref "$tmp/$run.g1.ref.json" --config "$tmp/devcontainer.json" --trust "$tmp/demo.pub" >"$tmp/out" || code=$?
 sed 's/^/    /' "$tmp/out"
-note "exit $code (3: manifest mismatch)"
-[ "$code" -eq 3 ]
+note "exit $code (9: superseded)"
+[ "$code" -eq 9 ]
 
-say "refusal 2: the image name busybox:1 now points at other content"
-quiet go run ./examples/importbusybox --address "$address" --namespace "$ns" --sleep --marker moved busybox:1
-code=0
-sr resume --check --ref "$tmp/ref.json" --config "$tmp/devcontainer.json" --trust "$tmp/demo.pub" >"$tmp/out" || code=$?
-sed 's/^/    /' "$tmp/out"
-note "exit $code (5: image drifted)"
-[ "$code" -eq 5 ]
-
-say "done: suspend → resume → refusals"
+say "done: suspend → resume → work → suspend → resume, the chain, the ledger, a superseded refusal"
 : "$own_daemon"

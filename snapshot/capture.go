@@ -21,7 +21,10 @@ const (
 	// rerun for another container is refused (ErrRunConflict).
 	LabelContainer = "io.sandbox-resume.container"
 	// LabelCreated holds the RFC 3339 UTC time the run lease was created;
-	// it becomes Ref.Created, so a rerun writes the same ref.
+	// it becomes Ref.Created of generation 1, so a rerun writes the same
+	// ref. During the suspend of a later generation the container carries
+	// it too (beside LabelSuspending, removed with it), for the same
+	// reason.
 	LabelCreated = "io.sandbox-resume.created"
 )
 
@@ -188,8 +191,11 @@ type Capturer interface {
 	ImageConfigReader
 	TaskController
 	Differ
+	FlatDiffer
 	BlobReader
 	BlobWriter
 	LeaseHolder
+	BlobReleaser
 	ContainerLabeler
+	ContainerDeleter
 }

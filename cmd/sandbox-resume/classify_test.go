@@ -42,7 +42,7 @@ func TestClassify(t *testing.T) {
 		{"no run", wrap(snapshot.ErrRunNotFound), exitcode.ClassBadInput, 2},
 		{"run taken", wrap(suspend.ErrRunConflict), exitcode.ClassClaimConflict, 8},
 		{"already suspended", wrap(suspend.ErrAlreadySuspended), exitcode.ClassClaimConflict, 8},
-		{"suspending a resumed run", wrap(suspend.ErrNeedsGenerations), exitcode.ClassBadInput, 2},
+		{"policy other than the run's", wrap(suspend.ErrPolicyMismatch), exitcode.ClassBadInput, 2},
 		{"run other than the label", wrap(suspend.ErrRunMismatch), exitcode.ClassBadInput, 2},
 		{"recorded ref blob missing", wrap(suspend.ErrSnapshotMissing), exitcode.ClassSnapshotMissing, 7},
 		{"outcome unknown", wrap(suspend.ErrOutcomeUnknown), exitcode.ClassInternal, 1},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"os"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	mfake "github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	sfake "github.com/sandbox-resume/sandbox-resume/snapshot/fake"
+	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
 )
 
 // The golden transcripts: every command over the fakes (world_test.go),
@@ -164,6 +166,23 @@ func TestSuspendGolden(t *testing.T) {
 				t.Errorf("--host-id: connected with %+v", w.connected)
 			}
 		}},
+		// Generation 2 of box-1, kept running by a first suspend: its
+		// parent is generation 1, its fence the container's.
+		goldenCase{args: []string{"suspend", "--container", "box-1", "--config", testConfFile, "--key", testKeyFile, "--out", "g2.ref.json"},
+			setup: func(w *world) {
+				setup(w)
+				if _, err := suspend.Run(context.Background(), w.rt.Capturer, w.l, suspend.Request{ContainerID: "box-1", ConfigPath: testConfFile,
+					Run: testRunID, Keys: []crypto.Signer{testKey()}, Out: "g1.ref.json", KeepRunning: true, Policy: []string{},
+					Now: func() time.Time { return time.Date(2026, 11, 30, 16, 45, 0, 0, time.UTC) }}); err != nil {
+					w.t.Fatal(err)
+				}
+			}, check: func(t *testing.T, w *world, code int) {
+				rec, err := w.l.Get(context.Background(), testRunID)
+				if code != 0 || err != nil || rec.Generation != 2 || rec.State != ledger.StateSuspended || rec.Ref != digest.FromBytes(w.read("g2.ref.json")) {
+					t.Errorf("exit %d; record %+v, %v", code, rec, err)
+				}
+			}},
+		goldenCase{args: []string{"suspend", "--container", "box-1", "--config", testConfFile, "--key", testKeyFile, "--keep-generations", "0"}, setup: setup},
 		goldenCase{args: []string{"suspend", "--container", "absent", "--config", testConfFile, "--key", testKeyFile}, setup: setup},
 		goldenCase{args: []string{"suspend", "--container", "box-1", "--config", testConfFile, "--key", testKeyFile, "--run", "Not_A_Run"}, setup: setup},
 		goldenCase{args: []string{"suspend", "--config", testConfFile}, setup: setup},

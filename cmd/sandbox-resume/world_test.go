@@ -151,6 +151,13 @@ func (f *fakeRuntime) DeleteLease(ctx context.Context, id string) error {
 	return f.Capturer.DeleteLease(ctx, id)
 }
 
+func (f *fakeRuntime) DeleteContainer(ctx context.Context, id string) error {
+	if f.Materializer != nil {
+		return f.Materializer.DeleteContainer(ctx, id)
+	}
+	return f.Capturer.DeleteContainer(ctx, id)
+}
+
 func (f *fakeRuntime) LegacyClaim(ctx context.Context, run string) (*resume.LegacyClaim, error) {
 	return f.Facts.LegacyClaim(ctx, run)
 }
@@ -402,9 +409,14 @@ func (w *world) withCapturer(r *suspendedRun) *world {
 		layers = append(layers, l.Digest)
 	}
 	c.AddImage(sfake.Image{Base: r.base(), Layers: layers})
+	// The runtime created box-1 as the declaration says: LANG is in its
+	// spec's environment (suspend checks it).
 	c.AddContainer(sfake.Container{ID: "box-1", Image: testImage, Task: snapshot.TaskRunning,
 		Files:   map[string][]byte{"/home/vscode/notes.txt": []byte("work in progress\n")},
-		Runtime: snapshot.Runtime{Name: "io.containerd.runc.v2"}})
+		Runtime: snapshot.Runtime{Name: "io.containerd.runc.v2"},
+		Spec: []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/","env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"],` +
+			`"user":{"uid":0,"gid":0}},"root":{"path":"rootfs"},"hostname":"box-1","mounts":[{"destination":"/proc","type":"proc","source":"proc"}],` +
+			`"linux":{"namespaces":[{"type":"pid"},{"type":"mount"}]}}`)})
 	w.rt.Capturer = c
 	return w
 }

@@ -193,9 +193,14 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 // type ocispec.MediaTypeImageLayerZstd (gzip when the daemon cannot make
 // zstd: containerd 1.6), under the lease; the blob is then streamed back
 // and decompressed to measure its uncompressed size and check that its
-// digest is the diffID the differ labelled it with.
+// digest is the diffID the differ labelled it with. A snapshot.Progress in
+// ctx gets the bytes of the blob while either differ writes it.
 func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Container) (snapshot.Layer, error) {
+	// Both differs write the ingest <lease>/diff: its offset is the
+	// progress (generations.go).
+	done := r.watchIngest(ctx, lease+"/diff")
 	if l, ok, err := r.overlayDiff(ctx, lease, c); ok {
+		done(l.Desc.Size)
 		if err != nil {
 			return snapshot.Layer{}, err
 		}
@@ -209,6 +214,7 @@ func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Conta
 		desc, err = rootfs.CreateDiff(lctx, c.SnapshotKey, sn, r.client.DiffService(),
 			diff.WithMediaType(ocispec.MediaTypeImageLayerGzip), diff.WithReference(lease+"/diff"))
 	}
+	done(desc.Size)
 	if err != nil {
 		// The ingest is named by us, so containerd leaves a failed one in
 		// place (24 MB measured on a full disk): abort it to free the space.

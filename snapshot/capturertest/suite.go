@@ -5,19 +5,25 @@
 package capturertest
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -38,7 +44,8 @@ type Probe interface {
 	// resource.
 	LeaseHolds(ctx context.Context, lease string, d digest.Digest) (bool, error)
 	// SnapshotKind returns the kind ("active", "committed", "view") of the
-	// container's snapshot.
+	// container's snapshot; an absent snapshot is an error wrapping
+	// errdefs.ErrNotFound.
 	SnapshotKind(ctx context.Context, c snapshot.Container) (string, error)
 }
 
@@ -66,6 +73,10 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 	t.Run("Blobs", func(t *testing.T) { testBlobs(t, newFixture(t)) })
 	t.Run("Labels", func(t *testing.T) { testLabels(t, newFixture(t)) })
 	t.Run("Suspend", func(t *testing.T) { testSuspend(t, newFixture(t)) })
+	t.Run("FlatDiff", func(t *testing.T) { testFlatDiff(t, newFixture(t)) })
+	t.Run("ReleaseBlob", func(t *testing.T) { testReleaseBlob(t, newFixture(t)) })
+	t.Run("DeleteContainer", func(t *testing.T) { testDeleteContainer(t, newFixture(t)) })
+	t.Run("SuspendGenerations", func(t *testing.T) { testSuspendGenerations(t, newFixture(t)) })
 }
 
 func testContainer(t *testing.T, f Fixture) {
@@ -417,5 +428,218 @@ func testSuspend(t *testing.T, f Fixture) {
 		ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv}, Out: out,
 	}); !errors.Is(err, suspend.ErrAlreadySuspended) {
 		t.Fatalf("second suspend: %v, want ErrAlreadySuspended", err)
+	}
+}
+
+// Entry is one entry of a layer's tar as LayerEntries reads it: its type
+// flag, mode bits, link target and the sha256 of its content.
+type Entry struct {
+	Type     byte
+	Mode     int64
+	Linkname string
+	Content  digest.Digest
+}
+
+// LayerEntries reads a stored zstd or gzip layer through the Probe and
+// returns its tar entries by name (a leading "./" and a trailing "/"
+// removed), after checking the blob with snapshot.VerifyDiff.
+func LayerEntries(t testing.TB, p Probe, l snapshot.Layer) map[string]Entry {
+	t.Helper()
+	blob, err := p.Blob(context.Background(), l.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.VerifyDiff(bytes.NewReader(blob), l); err != nil {
+		t.Fatal(err)
+	}
+	var r io.Reader
+	if bytes.HasPrefix(blob, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(blob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	} else {
+		zr, err := zstd.NewReader(bytes.NewReader(blob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	out := map[string]Entry{}
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("layer %s: %v", l.Digest, err)
+		}
+		h := digest.SHA256.Digester()
+		if _, err := io.Copy(h.Hash(), tr); err != nil {
+			t.Fatalf("layer %s: %v", l.Digest, err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
+		out[name] = Entry{Type: hdr.Typeflag, Mode: hdr.Mode & 0o7777, Linkname: hdr.Linkname, Content: h.Digest()}
+	}
+}
+
+// testFlatDiff: the diff of a runtime container's snapshot against its
+// image's chain (FlatDiffer) holds the same entries as its diff against
+// its parent, which is that chain; an absent chain is NotFound.
+func testFlatDiff(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	if err := f.Capturer.CreateLease(ctx, f.LeaseID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.PauseTask(ctx, f.Container); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := f.Capturer.ResolveImage(ctx, f.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.Capturer.CreateDiff(ctx, f.LeaseID, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := f.Capturer.CreateFlatDiff(ctx, f.LeaseID, c, base.DiffIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckDiff(t, f.Probe, flat)
+	if ok, err := f.Probe.LeaseHolds(ctx, f.LeaseID, flat.Digest); err != nil || !ok {
+		t.Fatalf("lease does not hold the flattened diff %s (err %v)", flat.Digest, err)
+	}
+	got, want := LayerEntries(t, f.Probe, flat), LayerEntries(t, f.Probe, d)
+	if len(got) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("flattened diff entries %v, the diff's %v", got, want)
+	}
+	if kind, err := f.Probe.SnapshotKind(ctx, c); err != nil || kind != "active" {
+		t.Fatalf("after the flattened diff the snapshot is %q (err %v), want active", kind, err)
+	}
+	absent := append(slices.Clone(base.DiffIDs), digest.FromString("absent layer "+f.LeaseID))
+	if _, err := f.Capturer.CreateFlatDiff(ctx, f.LeaseID, c, absent); !errdefs.IsNotFound(err) {
+		t.Fatalf("flattening against an absent chain: err = %v, want NotFound", err)
+	}
+	if err := f.Capturer.ResumeTask(ctx, f.Container); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testReleaseBlob: a released blob is no longer held by the lease;
+// releasing it again, or a blob the lease never held, is no error; an
+// absent lease is NotFound.
+func testReleaseBlob(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	if err := f.Capturer.CreateLease(ctx, f.LeaseID, nil); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"release":"` + f.LeaseID + `"}`)
+	desc, err := f.Capturer.WriteBlob(ctx, f.LeaseID, f.LeaseID+"/release", snapshot.MediaTypeRef, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.ReleaseBlob(ctx, f.LeaseID, desc.Digest); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.Probe.LeaseHolds(ctx, f.LeaseID, desc.Digest); err != nil || ok {
+		t.Fatalf("lease still holds %s (err %v)", desc.Digest, err)
+	}
+	if err := f.Capturer.ReleaseBlob(ctx, f.LeaseID, desc.Digest); err != nil {
+		t.Fatalf("releasing a released blob: %v", err)
+	}
+	if err := f.Capturer.ReleaseBlob(ctx, f.LeaseID+"-absent", desc.Digest); !errdefs.IsNotFound(err) {
+		t.Fatalf("releasing from an absent lease: err = %v, want NotFound", err)
+	}
+}
+
+// testDeleteContainer: the container and its snapshot are gone; deleting
+// it again is no error.
+func testDeleteContainer(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	c, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Capturer.DeleteContainer(ctx, f.Container); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Capturer.Container(ctx, f.Container); !errdefs.IsNotFound(err) {
+		t.Fatalf("deleted container: err = %v, want NotFound", err)
+	}
+	if _, err := f.Probe.SnapshotKind(ctx, c); !errdefs.IsNotFound(err) {
+		t.Fatalf("the deleted container's snapshot: err = %v, want NotFound", err)
+	}
+	if err := f.Capturer.DeleteContainer(ctx, f.Container); err != nil {
+		t.Fatalf("deleting an absent container: %v", err)
+	}
+}
+
+// testSuspendGenerations runs suspend.Run through later generations of
+// the runtime's container: kept running twice (generations 1 and 2, the
+// second with --flatten, which changes nothing for it), then stopped
+// (generation 3): each ref chains to its parent with the container's
+// fence, has one layer (its snapshot's parent is the base chain) holding
+// the files, and the container ends stopped and labelled suspended = 3,
+// which a further suspend refuses.
+func testSuspendGenerations(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "devcontainer.json")
+	if err := os.WriteFile(cfg, []byte(`{"image": "`+f.Image+`", "name": "suite"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := f.LeaseID[len(snapshot.RunLeasePrefix):]
+	l := ledgerfake.New()
+	var prev *suspend.Result
+	for g := uint64(1); g <= 3; g++ {
+		req := suspend.Request{ContainerID: f.Container, ConfigPath: cfg, Run: run, Keys: []crypto.Signer{priv},
+			Out: filepath.Join(dir, fmt.Sprintf("g%d.json", g)), KeepRunning: g < 3, Flatten: g == 2}
+		res, err := suspend.Run(ctx, f.Capturer, l, req)
+		if err != nil {
+			t.Fatalf("generation %d: %v", g, err)
+		}
+		ref, err := snapshot.OpenRef(res.File, envelope.NewKeyRing(pub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref.Generation != g || len(ref.Layers) != 1 || res.Flattened {
+			t.Fatalf("generation %d: ref generation %d, %d layers, flattened %t", g, ref.Generation, len(ref.Layers), res.Flattened)
+		}
+		CheckDiff(t, f.Probe, ref.Layers[0])
+		if len(LayerEntries(t, f.Probe, ref.Layers[0])) == 0 {
+			t.Fatalf("generation %d: an empty layer", g)
+		}
+		if prev != nil && (ref.Parent != prev.RefBlob || ref.Fence != prev.Fence || ref.Manifest != prev.Ref.Manifest ||
+			ref.Base.ManifestDigest != prev.Ref.Base.ManifestDigest) {
+			t.Fatalf("generation %d: parent %s fence %d, the previous %s fence %d", g, ref.Parent, ref.Fence, prev.RefBlob, prev.Fence)
+		}
+		rec, err := l.Get(ctx, run)
+		if err != nil || rec.Generation != g || rec.Ref != res.RefBlob || (rec.State == ledger.StateLive) != (g < 3) {
+			t.Fatalf("generation %d: record %+v (err %v)", g, rec, err)
+		}
+		prev = res
+	}
+	c, err := f.Capturer.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Task != snapshot.TaskNone || c.Labels[snapshot.LabelSuspended] != "3" || c.Labels[snapshot.LabelSuspending] != "" {
+		t.Fatalf("after generation 3: task %q labels %v", c.Task, c.Labels)
+	}
+	if _, err := suspend.Run(ctx, f.Capturer, l, suspend.Request{ContainerID: f.Container, ConfigPath: cfg, Run: run,
+		Keys: []crypto.Signer{priv}, Out: filepath.Join(dir, "g4.json")}); !errors.Is(err, suspend.ErrAlreadySuspended) {
+		t.Fatalf("suspend of the suspended container: %v, want ErrAlreadySuspended", err)
 	}
 }

@@ -4,17 +4,24 @@
 // containerd implementation.
 //
 // The diff it creates is a real OCI layer: a tar of the container's files
-// (sorted by path, fixed metadata, so it is deterministic), compressed with
-// zstd. Hook lets tests fail any operation to simulate a crash there.
+// that differ from its snapshot's parent (sorted by path, fixed metadata, so
+// it is deterministic; a file of the parent that is gone is an AUFS
+// whiteout), compressed with zstd. Tree applies such layers back into
+// files, so tests can follow a run through its generations. Hook lets
+// tests fail any operation to simulate a crash there.
 package fake
 
 import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +51,10 @@ const (
 	OpLease        = "Lease"
 	OpHoldBase     = "HoldBase"
 	OpSetLabels    = "SetContainerLabels"
+	// The operations of later generations (snapshot/generations.go).
+	OpCreateFlatDiff  = "CreateFlatDiff"
+	OpReleaseBlob     = "ReleaseBlob"
+	OpDeleteContainer = "DeleteContainer"
 )
 
 // Image is an image in the fake's image store: Base as ResolveImage returns
@@ -60,11 +71,19 @@ type Image struct {
 // container.
 const Namespace = "sandbox-resume"
 
-// Container is a container in the fake: its files (path → content; the
-// diff captures them), image, labels, task state, creation time, OCI
-// runtime spec bytes and runtime. AddContainer fills what is left empty:
-// Created a fixed time (2026-11-30T16:00:00Z), Spec DefaultSpec(ID),
-// Runtime io.containerd.runc.v2 without options.
+// Container is a container in the fake: its files (path → content, above
+// the image, which has none: what the container sees), image, labels, task
+// state, creation time, OCI runtime spec bytes and runtime. AddContainer
+// fills what is left empty: Created a fixed time (2026-11-30T16:00:00Z),
+// Spec DefaultSpec(ID), Runtime io.containerd.runc.v2 without options.
+//
+// A container created from the image alone (a runtime's container) has no
+// Layers: its snapshot's parent is the image's chain, and its diff holds
+// every file. An incarnation's snapshot was built from the image plus the
+// layers of the generation it resumed: Layers are their diffIDs (its
+// parent is identity.ChainID of the image's diffIDs followed by them) and
+// Lower the files they give (Tree); its diff holds what differs from
+// Lower, deletions as whiteouts.
 type Container struct {
 	ID      string
 	Image   string
@@ -74,6 +93,8 @@ type Container struct {
 	Created time.Time
 	Spec    []byte
 	Runtime snapshot.Runtime
+	Layers  []digest.Digest
+	Lower   map[string][]byte
 }
 
 // DefaultSpec returns the runtime spec AddContainer gives a container that
@@ -137,6 +158,8 @@ func (f *Capturer) AddContainer(c Container) {
 	cc := c
 	cc.Files = maps.Clone(c.Files)
 	cc.Labels = maps.Clone(c.Labels)
+	cc.Layers = slices.Clone(c.Layers)
+	cc.Lower = maps.Clone(c.Lower)
 	if cc.Created.IsZero() {
 		cc.Created = time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
 	}
@@ -179,9 +202,15 @@ func (f *Capturer) LeaseHolds(_ context.Context, id string, d digest.Digest) (bo
 	return l.resources[d], nil
 }
 
-// SnapshotKind returns "active": the fake never commits a container's
-// snapshot.
+// SnapshotKind returns "active" (the fake never commits a container's
+// snapshot), or an error wrapping errdefs.ErrNotFound once the container
+// was deleted.
 func (f *Capturer) SnapshotKind(_ context.Context, c snapshot.Container) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.container(c.ID); err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", c.SnapshotKey, err)
+	}
 	return c.SnapshotKind, nil
 }
 
@@ -247,8 +276,12 @@ func (f *Capturer) Container(_ context.Context, id string) (snapshot.Container, 
 		return snapshot.Container{}, err
 	}
 	parent := ""
-	if img, ok := f.images[c.Image]; ok && len(img.Base.DiffIDs) > 0 {
-		parent = identity.ChainID(img.Base.DiffIDs).String()
+	var chain []digest.Digest
+	if img, ok := f.images[c.Image]; ok {
+		chain = slices.Clone(img.Base.DiffIDs)
+	}
+	if chain = append(chain, c.Layers...); len(chain) > 0 {
+		parent = identity.ChainID(chain).String()
 	}
 	rt := c.Runtime
 	if rt.Options != nil {
@@ -375,28 +408,79 @@ func (f *Capturer) StopTask(_ context.Context, id string) error {
 }
 
 // CreateDiff implements snapshot.Differ: a zstd tar of the container's
-// files, stored under the lease.
-func (f *Capturer) CreateDiff(_ context.Context, leaseID string, sc snapshot.Container) (snapshot.Layer, error) {
+// files that differ from Lower (all of them for a container without
+// Layers), and a whiteout for each file of Lower that is gone, stored under
+// the lease. A snapshot.Progress in ctx gets phase-less Adds of the blob's
+// size.
+func (f *Capturer) CreateDiff(ctx context.Context, leaseID string, sc snapshot.Container) (snapshot.Layer, error) {
 	if err := f.enter(OpCreateDiff); err != nil {
 		return snapshot.Layer{}, err
 	}
 	defer f.mu.Unlock()
-	l, ok := f.leases[leaseID]
-	if !ok {
-		return snapshot.Layer{}, fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
-	}
 	c, err := f.container(sc.ID)
 	if err != nil {
 		return snapshot.Layer{}, err
 	}
+	return f.storeDiff(ctx, leaseID, c.Lower, c.Files)
+}
+
+// CreateFlatDiff implements snapshot.FlatDiffer: every file of the
+// container (the image has none), stored under the lease. base must be the
+// diffIDs of a stored image (the only chains the fake has), else the error
+// wraps errdefs.ErrNotFound.
+func (f *Capturer) CreateFlatDiff(ctx context.Context, leaseID string, sc snapshot.Container, base []digest.Digest) (snapshot.Layer, error) {
+	if err := f.enter(OpCreateFlatDiff); err != nil {
+		return snapshot.Layer{}, err
+	}
+	defer f.mu.Unlock()
+	c, err := f.container(sc.ID)
+	if err != nil {
+		return snapshot.Layer{}, err
+	}
+	found := false
+	for _, img := range f.images {
+		found = found || slices.Equal(img.Base.DiffIDs, base)
+	}
+	if !found || len(base) == 0 {
+		chain := ""
+		if len(base) > 0 {
+			chain = identity.ChainID(base).String()
+		}
+		return snapshot.Layer{}, fmt.Errorf("chain snapshot %q: %w", chain, errdefs.ErrNotFound)
+	}
+	return f.storeDiff(ctx, leaseID, nil, c.Files)
+}
+
+// whiteoutPrefix marks a deleted file in an OCI layer (AUFS whiteout).
+const whiteoutPrefix = ".wh."
+
+// storeDiff stores the layer that turns lower into files under the lease.
+// f.mu is held.
+func (f *Capturer) storeDiff(ctx context.Context, leaseID string, lower, files map[string][]byte) (snapshot.Layer, error) {
+	l, ok := f.leases[leaseID]
+	if !ok {
+		return snapshot.Layer{}, fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
+	}
+	entries := map[string][]byte{} // tar name → content; nil content: a whiteout
+	for p, data := range files {
+		if old, ok := lower[p]; !ok || !bytes.Equal(old, data) {
+			entries[p] = data
+		}
+	}
+	for p := range lower {
+		if _, ok := files[p]; !ok {
+			dir, base := path.Split(p)
+			entries[dir+whiteoutPrefix+base] = nil
+		}
+	}
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
-	for _, p := range slices.Sorted(maps.Keys(c.Files)) {
-		hdr := &tar.Header{Name: p, Mode: 0o644, Size: int64(len(c.Files[p])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	for _, p := range slices.Sorted(maps.Keys(entries)) {
+		hdr := &tar.Header{Name: p, Mode: 0o644, Size: int64(len(entries[p])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return snapshot.Layer{}, err
 		}
-		if _, err := tw.Write(c.Files[p]); err != nil {
+		if _, err := tw.Write(entries[p]); err != nil {
 			return snapshot.Layer{}, err
 		}
 	}
@@ -408,6 +492,9 @@ func (f *Capturer) CreateDiff(_ context.Context, leaseID string, sc snapshot.Con
 		return snapshot.Layer{}, err
 	}
 	blob := enc.EncodeAll(raw.Bytes(), nil)
+	if p := snapshot.ProgressFrom(ctx); p != nil {
+		p.Add(int64(len(blob)))
+	}
 	d := digest.FromBytes(blob)
 	f.blobs[d] = blob
 	l.resources[d] = true
@@ -415,6 +502,83 @@ func (f *Capturer) CreateDiff(_ context.Context, leaseID string, sc snapshot.Con
 		MediaType: ocispec.MediaTypeImageLayerZstd, Digest: d, Size: int64(len(blob)),
 		DiffID: digest.FromBytes(raw.Bytes()), UncompressedSize: int64(raw.Len()),
 	}, nil
+}
+
+// Tree applies layers (stored blobs of zstd tars as CreateDiff writes
+// them, oldest first) over an empty tree and returns the files they give:
+// path → content, whiteouts applied. It checks each blob against its layer
+// with snapshot.VerifyDiff; an absent blob wraps errdefs.ErrNotFound.
+func (f *Capturer) Tree(layers []snapshot.Layer) (map[string][]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	files := map[string][]byte{}
+	for _, l := range layers {
+		blob, ok := f.blobs[l.Digest]
+		if !ok {
+			return nil, fmt.Errorf("layer %s: %w", l.Digest, errdefs.ErrNotFound)
+		}
+		if err := snapshot.VerifyDiff(bytes.NewReader(blob), l); err != nil {
+			return nil, err
+		}
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		raw, err := dec.DecodeAll(blob, nil)
+		dec.Close()
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+		}
+		tr := tar.NewReader(bytes.NewReader(raw))
+		for {
+			hdr, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+			}
+			dir, base := path.Split(hdr.Name)
+			if gone, ok := strings.CutPrefix(base, whiteoutPrefix); ok {
+				delete(files, dir+gone)
+				continue
+			}
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				return nil, fmt.Errorf("layer %s: %w", l.Digest, err)
+			}
+			files[hdr.Name] = data
+		}
+	}
+	return files, nil
+}
+
+// Files returns a copy of the files of container id; an absent container
+// is an error wrapping errdefs.ErrNotFound.
+func (f *Capturer) Files(id string) (map[string][]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(c.Files), nil
+}
+
+// EditFiles lets edit change the files of container id (the workload
+// writing, changing and deleting files between suspends).
+func (f *Capturer) EditFiles(id string, edit func(files map[string][]byte)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.container(id)
+	if err != nil {
+		return err
+	}
+	if c.Files == nil {
+		c.Files = map[string][]byte{}
+	}
+	edit(c.Files)
+	return nil
 }
 
 // ReadBlob implements snapshot.BlobReader.
@@ -524,6 +688,40 @@ func (f *Capturer) HoldBase(_ context.Context, leaseID string, base snapshot.Bas
 		l.resources[d] = true
 	}
 	return nil
+}
+
+// ReleaseBlob implements snapshot.BlobReleaser (the blob stays in the
+// store until a GC finds nothing holding it).
+func (f *Capturer) ReleaseBlob(_ context.Context, leaseID string, d digest.Digest) error {
+	if err := f.enter(OpReleaseBlob); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	l, ok := f.leases[leaseID]
+	if !ok {
+		return fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
+	}
+	delete(l.resources, d)
+	return nil
+}
+
+// DeleteContainer implements snapshot.ContainerDeleter: the container, its
+// task and its files are gone.
+func (f *Capturer) DeleteContainer(_ context.Context, id string) error {
+	if err := f.enter(OpDeleteContainer); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	delete(f.containers, id)
+	return nil
+}
+
+// GC removes every blob that no lease or image holds, as containerd's
+// garbage collection would.
+func (f *Capturer) GC() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gc()
 }
 
 // SetContainerLabels implements snapshot.ContainerLabeler.

@@ -10,7 +10,7 @@ import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 // reaching that step and then sleeps for faultpoint.Sleep before going on,
 // so that a test can SIGKILL the process in a known state
 // (test/integration/suspend_fault_test.go). Unset or any other value: no
-// effect. The steps, in order (docs/design.md "Suspend", steps 4 and 5):
+// effect. The steps, in order (docs/design.md "Suspend", steps 4, 5 and 7):
 //
 //	lease     the run lease exists and holds the base
 //	labelled  the container is labelled suspending and run, its task untouched
@@ -20,7 +20,10 @@ import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 //	recorded  the ledger recorded the generation, no ref file yet
 //	written   the ref file is written, the task still paused
 //	stop      the task is stopped (or resumed), the container still labelled suspending
+//	released  the layers of generations older than the latest K are released
+//	          from the run lease; the container is still labelled suspending
+//	          (an incarnation whose task was stopped is not deleted yet)
 //
 // A rerun of an interrupted suspend that the ledger had recorded passes
-// only written and stop.
+// only written, stop and released.
 func faultPoint(step string) { faultpoint.Reach(step) }

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
-	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
@@ -21,14 +19,21 @@ import (
 )
 
 // Errors of Run, beside snapshot.ErrImageUnresolved (the image does not
-// resolve), snapshot.ErrInvalidRun (the run id is not valid, or the
-// container id does not make one) and the ledger's refusals (which also
-// match ErrRunConflict); each carries a class (internal/exitcode).
+// resolve, or the content of a run's base image is absent),
+// snapshot.ErrInvalidRun (the run id is not valid, or the container id
+// does not make one) and the ledger's refusals (which also match
+// ErrRunConflict); each carries a class (internal/exitcode).
 var (
-	// ErrMismatch: the declaration does not describe the container (its
-	// snapshot's parent is not the chain of the image the manifest names,
-	// or the reference's digest is not the image's; docs/design.md
-	// "Suspend", step 3). Class "manifest-mismatch".
+	// ErrMismatch: the declaration does not describe the container
+	// (docs/design.md "Suspend", step 3). At generation 1: its snapshot's
+	// parent is not the chain of the image the manifest names, the
+	// reference's digest is not the image's, a containerEnv entry is not in
+	// the runtime spec's process.env with its value, or a declared mount
+	// target is not a destination of the spec's mounts. At a later
+	// generation: the offered manifest address is not the parent
+	// generation's, or the snapshot's parent is not the chain of the base
+	// and the layers of the generation the container was resumed from.
+	// Class "manifest-mismatch".
 	ErrMismatch = errors.New("the declaration does not describe the container")
 	// ErrContainerNotFound: no container with that id in the namespace.
 	// Class "bad-input" (a container that does not exist is refused
@@ -36,25 +41,29 @@ var (
 	ErrContainerNotFound = errors.New("container not found")
 	// ErrRunConflict: the run id is taken (the ledger has a record of it, a
 	// tombstone included, or its run lease was made for another
-	// container), the ledger refused to record the generation, or the
+	// container), the container carries a fence label but does not hold
+	// the run (the record is not live with it as holder and that fence:
+	// fenced out), the ledger refused to record the generation, or the
 	// container's interrupted suspend is not this run's to finish.
 	// Class "claim-conflict".
-	ErrRunConflict = errors.New("run id already used by another container")
+	ErrRunConflict = errors.New("the run is taken or held by another container")
 	// ErrAlreadySuspended: the container carries the suspended label: a
 	// suspend already stopped it (docs/design.md "Suspend", step 2). Class
 	// "claim-conflict".
 	ErrAlreadySuspended = errors.New("container already suspended")
-	// ErrNeedsGenerations: the container carries a fence label (it holds a
-	// resumed run), and suspending a resumed run needs generations, which
-	// this version does not write (docs/design.md "Suspend"). Class
-	// "bad-input".
-	ErrNeedsGenerations = errors.New("suspending a resumed run needs generations")
 	// ErrRunMismatch: the run id asked for is not the run the container is
 	// labelled with. Class "bad-input".
 	ErrRunMismatch = errors.New("run id is not the container's run")
-	// ErrSnapshotMissing: the ref blob of a recorded generation that a
-	// rerun must write out is absent from the content store or has another
-	// digest. Class "snapshot-missing".
+	// ErrPolicyMismatch: at a later generation, the reserved-environment
+	// list asked for is not the one the parent generation recorded (a
+	// running run's policy never changes; docs/design.md "Suspend", step
+	// 1). Class "bad-input".
+	ErrPolicyMismatch = errors.New("reserved-environment policy is not the run's")
+	// ErrSnapshotMissing: a ref blob suspend must read is absent from the
+	// content store, has another digest, or is not the generation it must
+	// be: the parent generation's (the ledger's ref), the generation an
+	// incarnation was resumed from (its ref label), or the recorded
+	// generation a rerun must write out. Class "snapshot-missing".
 	ErrSnapshotMissing = errors.New("recorded ref blob missing")
 	// ErrOutcomeUnknown: the ledger did not answer whether the generation
 	// was recorded, not even when read back. The task is left paused and
@@ -62,6 +71,11 @@ var (
 	// (docs/design.md "Suspend", step 5). Class "internal".
 	ErrOutcomeUnknown = errors.New("whether the ledger recorded the generation is unknown")
 )
+
+// DefaultKeepGenerations is how many of a run's latest generations keep
+// their layers under the run lease when Request.KeepGenerations is 0
+// (docs/design.md "SnapshotRef": retention).
+const DefaultKeepGenerations = 3
 
 // Request is the input of Run (docs/design.md "Suspend").
 type Request struct {
@@ -73,9 +87,16 @@ type Request struct {
 	// ConfigPath as the reference CLI does.
 	Lockfile string
 	// Policy is the effective reserved-environment list (see
-	// envmanifest.LoadPolicy): ingestion refuses those names and the ref
-	// records the list. nil is recorded as [].
+	// envmanifest.LoadPolicy): at generation 1 ingestion refuses those
+	// names and the ref records the list (nil is recorded as []). At a
+	// later generation the parent generation's recorded list applies
+	// instead: Policy is ignored unless PolicySet, and then it must be
+	// that list (compared as sorted sets), else ErrPolicyMismatch.
 	Policy []string
+	// PolicySet says the caller chose Policy (the CLI's --policy); without
+	// it a later generation uses its parent's list as recorded, so a newer
+	// release's default list never changes a running run.
+	PolicySet bool
 	// Run is the run id; "" means the container's snapshot.LabelRun label,
 	// else snapshot.DefaultRunID(ContainerID).
 	Run string
@@ -87,10 +108,26 @@ type Request struct {
 	Out string
 	// KeepRunning resumes the task after the generation is recorded
 	// instead of stopping it; the container then holds the run (the
-	// ledger's fence is on its snapshot.LabelFence label).
+	// ledger's fence is on its snapshot.LabelFence label) and its next
+	// suspend writes the next generation.
 	KeepRunning bool
-	// Now returns the current time (time.Now when nil); it sets Created
-	// when the run lease is created.
+	// Flatten makes the generation's layers one layer: the diff of the
+	// container's snapshot against the base image's chain
+	// (snapshot.FlatDiffer) instead of the layers of the generation it was
+	// resumed from plus its own diff. A generation whose layers would
+	// exceed snapshot.MaxLayers is flattened anyway.
+	Flatten bool
+	// KeepGenerations is how many of the run's latest generations (this
+	// one included) keep their layers under the run lease; the layers no
+	// longer named by any of them are released from it once this
+	// generation is recorded (ref and spec blobs always stay). 0 means
+	// DefaultKeepGenerations; it must not be negative.
+	KeepGenerations int
+	// Progress, when set, receives the byte progress of the diff (phase
+	// "diff", total unknown); the CLI passes one only when its stderr is a
+	// terminal.
+	Progress snapshot.Progress
+	// Now returns the current time (time.Now when nil); it sets Created.
 	Now func() time.Time
 }
 
@@ -110,7 +147,7 @@ type Result struct {
 	RefBlob digest.Digest
 	// Path is the ref file written.
 	Path string
-	// Lease is the run lease holding the layer, the spec blob, the ref
+	// Lease is the run lease holding the layers, the spec blob, the ref
 	// blob and the base.
 	Lease string
 	// Record is the ledger's record of the run after the suspend.
@@ -122,67 +159,121 @@ type Result struct {
 	// or from finding it paused, to the stop or the resume); 0 when it had
 	// no task to pause.
 	Paused time.Duration
-	// Resumed is true when this call found the run lease already there (a
-	// rerun after an interrupted suspend, or after one the ledger refused).
+	// Resumed is true when this call continued an earlier attempt at the
+	// same generation: the container carried snapshot.LabelSuspending (a
+	// rerun), or at generation 1 the run lease was there already (a rerun
+	// after a suspend the ledger refused). Blobs already stored are reused.
 	Resumed bool
 	// Finished is true when this call finished an interrupted suspend
 	// whose generation the ledger had recorded: it wrote the recorded ref
 	// blob and took no new diff.
 	Finished bool
+	// Flattened is true when the generation's one layer is the diff
+	// against the base chain although the container was resumed from a
+	// generation with layers (Request.Flatten, or more than
+	// snapshot.MaxLayers layers).
+	Flattened bool
+	// Released are the layer blobs of generations older than the latest
+	// Request.KeepGenerations that this call released from the run lease
+	// (those an earlier suspend released already included), oldest
+	// generation last.
+	Released []digest.Digest
+	// Deleted is true when the container was an incarnation that this
+	// (stopping) suspend deleted with its snapshot (docs/design.md
+	// "Suspend", step 7).
+	Deleted bool
 }
 
-// Run suspends a container as generation 1 of a run, following
-// docs/design.md "Suspend" step by step:
+// Run suspends a container and writes the run's next generation,
+// following docs/design.md "Suspend" step by step:
 //
+//  2. read the container (else ErrContainerNotFound) and its labels, and
+//     the ledger's record of its run — before anything else, as a later
+//     generation's policy is its parent's. A container labelled
+//     snapshot.LabelSuspending = G is a rerun of an interrupted suspend
+//     (below). One labelled snapshot.LabelSuspended is
+//     ErrAlreadySuspended. One labelled snapshot.LabelFence = F holds the
+//     run (an incarnation, or a runtime container kept running): the
+//     record must be live with this container (host, namespace, id) as
+//     holder and fence F, else ErrRunConflict before anything is paused;
+//     it writes generation G = the record's generation + 1, whose parent
+//     is the record's ref, read from the content store (bytes re-hashed;
+//     absent or different: ErrSnapshotMissing); an incarnation's
+//     snapshot.LabelRef names the generation it was resumed from, read
+//     the same way. Any other container writes generation 1 of the run,
+//     whose id must be free in the ledger (no record, or a purged one;
+//     else ErrRunConflict). A Request.Run other than the container's
+//     snapshot.LabelRun is ErrRunMismatch.
 //  1. ingest the config (envmanifest.IngestFile with the lockfile and the
-//     policy); a refused config is a *envmanifest.RefusedError;
-//  2. read the container (else ErrContainerNotFound) and its labels: a
-//     container labelled snapshot.LabelSuspending is a rerun of an
-//     interrupted suspend (step 6 below); one labelled
-//     snapshot.LabelSuspended is ErrAlreadySuspended; one labelled
-//     snapshot.LabelFence is ErrNeedsGenerations; any other is generation
-//     1 of the run, whose id must be free in the ledger (no record, or a
-//     purged one; else ErrRunConflict, before anything is paused);
-//  3. the declaration must describe the container: its snapshot's parent
-//     is identity.ChainID of the diffIDs of the image the manifest's
-//     reference resolves to for the host platform, and a digest in the
-//     reference is that image's index or manifest digest (else
-//     ErrMismatch; an image that does not resolve is
-//     snapshot.ErrImageUnresolved), and the devcontainer.metadata label of
-//     its config must pass envmanifest.CheckImageMetadata (else an
+//     policy: at a later generation the parent's recorded list, see
+//     Request.Policy); a refused config is a *envmanifest.RefusedError;
+//  3. the declaration must describe the container (else ErrMismatch). At
+//     generation 1: the container's snapshot's parent is identity.ChainID
+//     of the diffIDs of the image the manifest's reference resolves to
+//     for the host platform (an image that does not resolve is
+//     snapshot.ErrImageUnresolved), a digest in the reference is that
+//     image's index or manifest digest, every containerEnv entry whose
+//     value holds no "${" is in the spec's process.env with that value
+//     (and no other value), and every declared mount target is the
+//     destination of a mount of the spec. At a later generation: the
+//     manifest address is the parent's (core, manifest, pinned, policy,
+//     lockfile and base are copied from it; the image is not resolved
+//     again) and the snapshot's parent is identity.ChainID of the base's
+//     diffIDs followed by those of the layers of the generation it was
+//     resumed from (none for a runtime container kept running). At every
+//     generation the devcontainer.metadata label of the image's config
+//     must pass envmanifest.CheckImageMetadata (else an
 //     *envmanifest.ImageMetadataError; no label passes);
-//  4. create the run lease snapshot.RunLease(run) first (a rerun finds it
-//     and keeps its creation time; a lease made for another container is
-//     ErrRunConflict) and hold the base image's content in it; every later
-//     write is under it;
-//  5. label the container snapshot.LabelSuspending = 1 and LabelRun; pause
-//     a running task (a paused one stays paused); store the zstd layer of
-//     the container's active snapshot, its runtime spec (the exact bytes,
-//     media type snapshot.MediaTypeSpec) and the signed ref
-//     (snapshot.RefSchema, generation 1); then record it in the ledger
-//     (ledger.Ledger.Suspended) while the task is still paused:
+//  4. create the run lease snapshot.RunLease(run) first (at generation 1
+//     a rerun finds it and keeps its creation time, and a lease made for
+//     another container is ErrRunConflict; a later generation finds it)
+//     and hold the base image's content in it (absent content:
+//     snapshot.ErrImageUnresolved); every later write is under it;
+//  5. label the container snapshot.LabelSuspending = G (and LabelRun; at a
+//     later generation also snapshot.LabelCreated, the ref's creation time,
+//     so that a rerun writes the same ref);
+//     pause a running task (a paused one stays paused); store the layer
+//     — the diff of the container's snapshot against its parent
+//     (snapshot.Differ), or with Request.Flatten or past
+//     snapshot.MaxLayers layers against the base chain
+//     (snapshot.FlatDiffer) — its runtime spec (the exact bytes, media
+//     type snapshot.MediaTypeSpec) and the signed ref (snapshot.RefSchema;
+//     Layers are the resumed-from generation's layers followed by the new
+//     one; at a later generation Parent is the parent's digest and Fence
+//     the container's fence); then record it in the ledger
+//     (ledger.Ledger.Suspended with that fence) while the task is still
+//     paused:
 //     - recorded: write the ref file temp → fsync → rename, then with
 //     KeepRunning resume the task and label LabelManifest and LabelFence
-//     (the fence the ledger issued), else stop the task (kill, wait,
-//     delete) and label LabelManifest and LabelSuspended; the
-//     LabelSuspending label goes in the same update;
+//     (the fence the ledger issued; unchanged at a later generation),
+//     else stop the task (kill, wait, delete); release from the run lease
+//     the layers no longer named by the latest Request.KeepGenerations
+//     generations (walking the Parent chain as far as its ref blobs are
+//     on this host); then an incarnation (a container carrying
+//     snapshot.LabelRef) whose task was stopped is deleted with its
+//     snapshot (step 7: its content lives in the layers), and any other
+//     container is labelled — LabelManifest and, when stopped,
+//     LabelSuspended = G — with LabelSuspending (and LabelCreated) removed
+//     in the same update;
 //     - refused (a *ledger.Error, also matching ErrRunConflict), or failed
 //     without the generation recorded (read back with Get): resume a task
 //     this suspend paused, restore the labels, write no ref file;
 //     - unknown (the read-back fails too): leave the task paused and the
 //     label set; ErrOutcomeUnknown.
 //
-// A rerun (step 6), for a container labelled LabelSuspending = 1: when the
-// ledger's record is at generation 1 and its SuspendedBy is this container
-// (host, namespace, id, creation time), Run writes the recorded ref blob
-// (read by the record's digest: absent or different is
+// A rerun (step 6), for a container labelled LabelSuspending = G: when the
+// ledger's record is at generation G and its SuspendedBy is this container
+// (host, namespace, id, creation time, fence) at G, Run writes the
+// recorded ref blob (read by the record's digest: absent or different is
 // ErrSnapshotMissing) to Out and takes no new diff, finishing as that
-// ref's keptRunning says, whatever KeepRunning is: stop the task; or
-// resume it, but only while the record is live with this container as
-// holder (else ErrRunConflict, the task left paused). With no record the
-// generation was not recorded and Run starts again at step 3, reusing the
-// stored blobs. Anything else is ErrRunConflict, the container left as
-// found.
+// ref's keptRunning says, whatever KeepRunning is: stop the task (then
+// release, delete or label as above); or resume it, but only while the
+// record is live with this container as holder and its fence (else
+// ErrRunConflict, the task left paused). When the record is below G (no
+// record for G = 1; at a later generation, live at G-1 with this container
+// as holder and its fence) G was not recorded and Run starts again at
+// step 1, reusing the stored blobs. Anything else is ErrRunConflict, the
+// container left as found.
 //
 // An invalid run id, or no run id when the container id does not make one,
 // is snapshot.ErrInvalidRun. A crash at any point leaves no ref file or a
@@ -203,15 +294,21 @@ func Run(ctx context.Context, c snapshot.Capturer, l ledger.Ledger, req Request)
 	if req.Run != "" && !snapshot.ValidRunID(req.Run) {
 		return nil, fmt.Errorf("suspend: run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters: %w", req.Run, snapshot.MaxRunIDLen, snapshot.ErrInvalidRun)
 	}
-	s := &suspension{c: c, l: l, req: req, now: req.Now}
+	if req.KeepGenerations < 0 {
+		return nil, fmt.Errorf("suspend: keep %d generations: %w", req.KeepGenerations, errdefs.ErrInvalidArgument)
+	}
+	s := &suspension{c: c, l: l, req: req, now: req.Now, keep: req.KeepGenerations}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.keep == 0 {
+		s.keep = DefaultKeepGenerations
 	}
 	s.policy = slices.Clone(req.Policy)
 	if s.policy == nil {
 		s.policy = []string{}
 	}
-	return s.suspend(ctx)
+	return s.suspend(snapshot.WithProgress(ctx, req.Progress))
 }
 
 // suspension is one call of Run.
@@ -221,6 +318,7 @@ type suspension struct {
 	req    Request
 	now    func() time.Time
 	policy []string
+	keep   int
 
 	m       *envmanifest.Manifest
 	ctr     snapshot.Container
@@ -228,22 +326,24 @@ type suspension struct {
 	who     ledger.Container
 	run     string
 	gen     uint64
-	rerun   bool // the container carries LabelSuspending = gen
+	fence   uint64 // the container's fence label; 0 at generation 1
+	rerun   bool   // the container carries LabelSuspending = gen
 	out     string
 	res     *Result
 	paused  time.Time // when this call paused the task, or found it paused
 	ownTask bool      // the task is paused by a suspend of this run: undo resumes it
+
+	// At a later generation: the parent generation (the ledger's latest)
+	// and its digest, and the generation the container was resumed from
+	// (nil for a runtime container kept running).
+	parent    *snapshot.Ref
+	parentRef digest.Digest
+	from      *snapshot.Ref
 }
 
 func (s *suspension) suspend(ctx context.Context) (*Result, error) {
-	// 1. Ingest.
-	m, err := envmanifest.IngestFile(s.req.ConfigPath, envmanifest.Options{Lockfile: s.req.Lockfile, Reserved: s.policy})
-	if err != nil {
-		return nil, err
-	}
-	s.m = m
-
 	// 2. The container, its labels, and which generation.
+	var err error
 	s.ctr, err = s.c.Container(ctx, s.req.ContainerID)
 	if err != nil {
 		if errdefs.IsNotFound(err) {
@@ -259,38 +359,89 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("suspend: host facts: %w", err)
 	}
 	s.who = ledger.Container{Host: s.host.ID, Namespace: s.ctr.Namespace, ID: s.ctr.ID}
-	s.out = s.req.Out
-	if s.out == "" {
-		s.out = DefaultOut(s.run, s.gen)
-	}
-	s.res = &Result{Lease: snapshot.RunLease(s.run), Path: s.out}
 	rec, err := s.l.Get(ctx, s.run)
+	found := err == nil
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 	case err != nil:
 		return nil, fmt.Errorf("suspend: run %q: read the ledger: %w", s.run, err)
-	case s.rerun && rec.Generation >= s.gen:
+	}
+	switch {
+	case s.rerun && found && rec.Generation >= s.gen:
 		if rec.Generation == s.gen && s.suspendedByThis(rec) {
+			s.start()
 			return s.finishRecorded(ctx, rec)
 		}
 		return nil, fmt.Errorf("suspend: %s carries %s=%d, but %s: the interrupted suspend is not this container's to finish: %w",
 			s.who, snapshot.LabelSuspending, s.gen, describeRecord(rec), ErrRunConflict)
-	case s.rerun:
-		// The record is below G: G was not recorded; start again.
-	case rec.State != ledger.StatePurged:
+	case s.gen == 1 && s.rerun:
+		// The record is below 1 (none, or purged): not recorded; start again.
+	case s.gen == 1 && found && rec.State != ledger.StatePurged:
 		return nil, fmt.Errorf("suspend: run %q: the run id is taken: %s: %w", s.run, describeRecord(rec), ErrRunConflict)
+	case s.gen == 1:
+	case !found || !s.holdsRun(rec) || (s.rerun && rec.Generation+1 != s.gen):
+		// A container holding the run (or whose interrupted suspend of
+		// generation G must start again) must still hold it: live, with
+		// it as holder and its fence, at G-1.
+		what := fmt.Sprintf("carries %s=%d", snapshot.LabelFence, s.fence)
+		if s.rerun {
+			what += fmt.Sprintf(" and %s=%d", snapshot.LabelSuspending, s.gen)
+		}
+		state := "the ledger has no record of it"
+		if found {
+			state = describeRecord(rec)
+		}
+		return nil, fmt.Errorf("suspend: %s %s, but it does not hold run %q: %s: %w", s.who, what, s.run, state, ErrRunConflict)
+	default:
+		s.gen = rec.Generation + 1
+	}
+	s.start()
+	if s.gen > 1 {
+		if err := s.ancestors(ctx, rec); err != nil {
+			return nil, err
+		}
 	}
 
-	// 3. The declaration must describe the container.
-	base, err := s.c.ResolveImage(ctx, m.Core.Image)
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("suspend: image %s: %v: %w", m.Core.Image, err, snapshot.ErrImageUnresolved)
+	// 1. Ingest (a later generation with its parent's policy).
+	opts := envmanifest.Options{Lockfile: s.req.Lockfile, Reserved: s.policy}
+	if s.parent != nil {
+		if s.req.PolicySet && !samePolicy(s.req.Policy, s.parent.Policy) {
+			return nil, fmt.Errorf("suspend: run %q generation %d records the reserved-environment list %q, not %q: %w",
+				s.run, s.parent.Generation, s.parent.Policy, s.req.Policy, ErrPolicyMismatch)
 		}
-		return nil, fmt.Errorf("suspend: resolve image %s: %w", m.Core.Image, err)
+		s.policy = slices.Clone(s.parent.Policy)
+		if s.policy == nil {
+			s.policy = []string{}
+		}
+		opts.Reserved, opts.RequireLockfile = s.policy, s.parent.Lockfile != ""
 	}
-	if err := describes(m.Core.Image, base, s.ctr); err != nil {
+	m, err := envmanifest.IngestFile(s.req.ConfigPath, opts)
+	if err != nil {
 		return nil, err
+	}
+	s.m = m
+
+	// 3. The declaration must describe the container.
+	var base snapshot.Base
+	if s.parent == nil {
+		base, err = s.c.ResolveImage(ctx, m.Core.Image)
+		if err != nil {
+			if errdefs.IsNotFound(err) {
+				return nil, fmt.Errorf("suspend: image %s: %v: %w", m.Core.Image, err, snapshot.ErrImageUnresolved)
+			}
+			return nil, fmt.Errorf("suspend: resolve image %s: %w", m.Core.Image, err)
+		}
+		if err := describes(m.Core.Image, base, s.ctr); err != nil {
+			return nil, err
+		}
+		if err := describesSpec(s.ctr, &m.Core); err != nil {
+			return nil, err
+		}
+	} else {
+		base = s.parent.Base
+		if err := s.describesLater(); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkImageMetadata(ctx, s.c, m.Core.Image, base); err != nil {
 		return nil, err
@@ -308,23 +459,27 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 
 	// 5. Label, pause, store, record.
 	before := s.ctr.Labels[snapshot.LabelRun]
-	if err := s.c.SetContainerLabels(ctx, s.ctr.ID, map[string]string{
-		snapshot.LabelSuspending: strconv.FormatUint(s.gen, 10), snapshot.LabelRun: s.run,
-	}); err != nil {
+	labels := map[string]string{snapshot.LabelSuspending: strconv.FormatUint(s.gen, 10), snapshot.LabelRun: s.run}
+	undoLabels := map[string]string{snapshot.LabelSuspending: "", snapshot.LabelRun: before}
+	if s.gen > 1 {
+		// A rerun writes the same ref: it takes the creation time from here
+		// (generation 1 takes it from the run lease it created).
+		labels[snapshot.LabelCreated], undoLabels[snapshot.LabelCreated] = created, ""
+	}
+	if err := s.c.SetContainerLabels(ctx, s.ctr.ID, labels); err != nil {
 		return nil, fmt.Errorf("suspend: label container %q %s=%d: %w", s.ctr.ID, snapshot.LabelSuspending, s.gen, err)
 	}
-	undoLabels := map[string]string{snapshot.LabelSuspending: "", snapshot.LabelRun: before}
 	faultPoint("labelled")
 	if err := s.pause(ctx); err != nil {
 		return nil, s.undo(ctx, err, undoLabels)
 	}
 	faultPoint("pause")
-	layer, err := s.c.CreateDiff(ctx, s.res.Lease, s.ctr)
+	layers, err := s.diff(ctx, base)
 	if err != nil {
-		return nil, s.undo(ctx, fmt.Errorf("suspend: diff of container %q (snapshot %s/%s): %w", s.ctr.ID, s.ctr.Snapshotter, s.ctr.SnapshotKey, err), undoLabels)
+		return nil, s.undo(ctx, err, undoLabels)
 	}
 	faultPoint("diff")
-	specDesc, err := s.c.WriteBlob(ctx, s.res.Lease, s.res.Lease+"/spec", snapshot.MediaTypeSpec, s.ctr.Spec)
+	specDesc, err := s.c.WriteBlob(ctx, s.res.Lease, s.ingestRef("spec"), snapshot.MediaTypeSpec, s.ctr.Spec)
 	if err != nil {
 		return nil, s.undo(ctx, fmt.Errorf("suspend: write the runtime spec blob of %q under lease %s: %w", s.ctr.ID, s.res.Lease, err), undoLabels)
 	}
@@ -340,17 +495,26 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		Lockfile:    m.Lockfile,
 		Host:        s.host,
 		Base:        base,
-		Layers:      []snapshot.Layer{layer},
+		Layers:      layers,
 		Spec:        &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: specDesc.Digest, Size: specDesc.Size},
 		Runtime:     &runtime,
 		KeptRunning: s.req.KeepRunning,
 		Created:     created,
 	}
+	if p := s.parent; p != nil {
+		// Copied from the parent (docs/design.md "SnapshotRef"); the
+		// manifest address was checked equal in step 3.
+		ref.Parent, ref.Fence = s.parentRef, s.fence
+		ref.Manifest, ref.Core, ref.Pinned, ref.Policy, ref.Lockfile = p.Manifest, p.Core, p.Pinned, p.Policy, p.Lockfile
+		if ref.Policy == nil {
+			ref.Policy = []string{}
+		}
+	}
 	file, err := snapshot.SignRef(ref, s.req.Keys...)
 	if err != nil {
 		return nil, s.undo(ctx, fmt.Errorf("suspend: sign ref: %w", err), undoLabels)
 	}
-	desc, err := s.c.WriteBlob(ctx, s.res.Lease, s.res.Lease+"/ref", snapshot.MediaTypeRef, file)
+	desc, err := s.c.WriteBlob(ctx, s.res.Lease, s.ingestRef("ref"), snapshot.MediaTypeRef, file)
 	if err != nil {
 		return nil, s.undo(ctx, fmt.Errorf("suspend: write ref blob under lease %s: %w", s.res.Lease, err), undoLabels)
 	}
@@ -367,11 +531,66 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 	return s.finish(ctx, rec)
 }
 
+// start sets the ref file's path and the result once the generation is
+// known.
+func (s *suspension) start() {
+	s.out = s.req.Out
+	if s.out == "" {
+		s.out = DefaultOut(s.run, s.gen)
+	}
+	s.res = &Result{Lease: snapshot.RunLease(s.run), Path: s.out, Resumed: s.rerun}
+}
+
+// ingestRef names a blob's ingest in the content store: per run lease and
+// generation, so that an ingest a killed suspend left is resumed only by
+// the same blob.
+func (s *suspension) ingestRef(what string) string {
+	return fmt.Sprintf("%s/g%d/%s", s.res.Lease, s.gen, what)
+}
+
+// diff stores the generation's own layer and returns its layers
+// (docs/design.md "SnapshotRef", `layers`): the layers of the generation
+// the container was resumed from followed by the diff of its snapshot
+// against its parent; or, with Request.Flatten or past snapshot.MaxLayers
+// layers, the one diff of its snapshot against the base chain.
+func (s *suspension) diff(ctx context.Context, base snapshot.Base) ([]snapshot.Layer, error) {
+	var below []snapshot.Layer
+	if s.from != nil {
+		below = s.from.Layers
+	}
+	if p := s.req.Progress; p != nil {
+		p.Phase("diff", -1)
+	}
+	if len(below) > 0 && (s.req.Flatten || len(below)+1 > snapshot.MaxLayers) {
+		layer, err := s.c.CreateFlatDiff(ctx, s.res.Lease, s.ctr, base.DiffIDs)
+		if err != nil {
+			return nil, fmt.Errorf("suspend: flattened diff of container %q (snapshot %s/%s against base %s): %w",
+				s.ctr.ID, s.ctr.Snapshotter, s.ctr.SnapshotKey, base.ManifestDigest, err)
+		}
+		s.res.Flattened = true
+		return []snapshot.Layer{layer}, nil
+	}
+	layer, err := s.c.CreateDiff(ctx, s.res.Lease, s.ctr)
+	if err != nil {
+		return nil, fmt.Errorf("suspend: diff of container %q (snapshot %s/%s): %w", s.ctr.ID, s.ctr.Snapshotter, s.ctr.SnapshotKey, err)
+	}
+	return append(slices.Clone(below), layer), nil
+}
+
 // which reads the container's labels (docs/design.md "Suspend", step 2):
-// it sets the generation, whether this is a rerun, and the run id.
+// it sets the generation (0 for a container holding the run: the record
+// decides), the fence, whether this is a rerun, and the run id.
 func (s *suspension) which() error {
 	labels := s.ctr.Labels
 	label := labels[snapshot.LabelRun]
+	fence := func() error {
+		f, err := strconv.ParseUint(labels[snapshot.LabelFence], 10, 64)
+		if err != nil || f == 0 {
+			return fmt.Errorf("suspend: container %q: label %s=%q is not a fence: %w", s.ctr.ID, snapshot.LabelFence, labels[snapshot.LabelFence], ErrRunConflict)
+		}
+		s.fence = f
+		return nil
+	}
 	switch {
 	case labels[snapshot.LabelSuspending] != "":
 		g, err := strconv.ParseUint(labels[snapshot.LabelSuspending], 10, 64)
@@ -379,14 +598,19 @@ func (s *suspension) which() error {
 			return fmt.Errorf("suspend: container %q: label %s=%q is not a generation: %w", s.ctr.ID, snapshot.LabelSuspending, labels[snapshot.LabelSuspending], ErrRunConflict)
 		}
 		if g > 1 {
-			return fmt.Errorf("suspend: container %q carries %s=%d: %w", s.ctr.ID, snapshot.LabelSuspending, g, ErrNeedsGenerations)
+			// A later generation is written by a fence holder.
+			if err := fence(); err != nil {
+				return err
+			}
 		}
 		s.gen, s.rerun = g, true
 	case labels[snapshot.LabelSuspended] != "":
 		return fmt.Errorf("suspend: container %q carries %s=%s: a suspend stopped it already (its run %q): %w",
 			s.ctr.ID, snapshot.LabelSuspended, labels[snapshot.LabelSuspended], label, ErrAlreadySuspended)
 	case labels[snapshot.LabelFence] != "":
-		return fmt.Errorf("suspend: container %q carries %s=%s (it holds run %q): %w", s.ctr.ID, snapshot.LabelFence, labels[snapshot.LabelFence], label, ErrNeedsGenerations)
+		if err := fence(); err != nil {
+			return err
+		}
 	default:
 		s.gen = 1
 	}
@@ -411,10 +635,16 @@ func (s *suspension) which() error {
 }
 
 // suspendedByThis reports whether rec's latest generation was written by
-// this container (host, namespace, id and creation time) at s.gen.
+// this container (host, namespace, id, creation time and fence) at s.gen.
 func (s *suspension) suspendedByThis(rec ledger.Record) bool {
 	by := rec.SuspendedBy
-	return by != nil && by.Container == s.who && by.Created.Equal(s.ctr.Created) && by.Generation == s.gen
+	return by != nil && by.Container == s.who && by.Created.Equal(s.ctr.Created) && by.Generation == s.gen && by.Fence == s.fence
+}
+
+// holdsRun reports whether rec is live with this container as holder and
+// its fence label's fence.
+func (s *suspension) holdsRun(rec ledger.Record) bool {
+	return rec.State == ledger.StateLive && rec.Holder != nil && rec.Holder.Container == s.who && rec.Fence == s.fence
 }
 
 // describeRecord renders a record for messages: its state, generation and
@@ -430,11 +660,22 @@ func describeRecord(rec ledger.Record) string {
 	return out
 }
 
-// lease creates the run lease (or finds this container's) and holds the
-// base in it; it returns the ref's creation time.
+// lease creates the run lease (or finds it) and holds the base in it; it
+// returns the ref's creation time. At generation 1 a lease found is a
+// rerun's (it must be this container's) and its creation time is kept, so
+// a rerun writes the same ref. A later generation finds the lease of the
+// run (made by generation 1's suspend, or by resume); its creation time is
+// now, or in a rerun the one the interrupted suspend put on the container
+// (snapshot.LabelCreated, beside LabelSuspending), so that it too writes
+// the same ref.
 func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, error) {
 	id := s.res.Lease
 	created := s.now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	if s.gen > 1 && s.rerun {
+		if t, err := time.Parse(time.RFC3339, s.ctr.Labels[snapshot.LabelCreated]); err == nil {
+			created = t.UTC().Format(time.RFC3339)
+		}
+	}
 	err := s.c.CreateLease(ctx, id, map[string]string{
 		snapshot.LabelRun:       s.run,
 		snapshot.LabelContainer: s.ctr.ID,
@@ -442,6 +683,7 @@ func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, err
 	})
 	switch {
 	case err == nil:
+	case errdefs.IsAlreadyExists(err) && s.gen > 1:
 	case errdefs.IsAlreadyExists(err):
 		l, err := s.c.Lease(ctx, id)
 		if err != nil {
@@ -458,6 +700,9 @@ func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, err
 		return "", fmt.Errorf("suspend: create run lease %s: %w", id, err)
 	}
 	if err := s.c.HoldBase(ctx, id, base); err != nil {
+		if s.gen > 1 && errdefs.IsNotFound(err) {
+			return "", fmt.Errorf("suspend: run %q: hold base image %s (manifest %s) in lease %s: %v: %w", s.run, base.Name, base.ManifestDigest, id, err, snapshot.ErrImageUnresolved)
+		}
 		return "", fmt.Errorf("suspend: hold base image %s in lease %s: %w", base.ManifestDigest, id, err)
 	}
 	return created, nil
@@ -505,7 +750,7 @@ func (s *suspension) undo(ctx context.Context, cause error, labels map[string]st
 // answer → ErrOutcomeUnknown.
 func (s *suspension) record(ctx context.Context, ref digest.Digest) (ledger.Record, error) {
 	rec, err := s.l.Suspended(ctx, ledger.SuspendRequest{
-		Run: s.run, Generation: s.gen, Ref: ref, Container: s.who, Created: s.ctr.Created, Keep: s.req.KeepRunning,
+		Run: s.run, Generation: s.gen, Ref: ref, Container: s.who, Created: s.ctr.Created, Fence: s.fence, Keep: s.req.KeepRunning,
 	})
 	if err == nil {
 		return rec, nil
@@ -528,29 +773,19 @@ func (s *suspension) record(ctx context.Context, ref digest.Digest) (ledger.Reco
 // container: the recorded ref blob is written out, no new diff is taken,
 // and the suspend finishes as that ref's keptRunning says.
 func (s *suspension) finishRecorded(ctx context.Context, rec ledger.Record) (*Result, error) {
-	file, err := s.c.ReadBlob(ctx, rec.Ref)
-	switch {
-	case errdefs.IsNotFound(err), errdefs.IsDataLoss(err):
-		return nil, fmt.Errorf("suspend: run %q generation %d: the recorded ref blob %s: %v: %w", s.run, s.gen, rec.Ref, err, ErrSnapshotMissing)
-	case err != nil:
-		return nil, fmt.Errorf("suspend: run %q generation %d: read the recorded ref blob %s: %w", s.run, s.gen, rec.Ref, err)
-	}
-	ref, err := snapshot.OpenRefUnsafe(file)
+	ref, file, err := s.readRef(ctx, rec.Ref, "the recorded generation", s.gen)
 	if err != nil {
-		return nil, fmt.Errorf("suspend: run %q generation %d: the recorded ref blob %s: %w", s.run, s.gen, rec.Ref, err)
+		return nil, err
 	}
-	if ref.Run != s.run || ref.Generation != s.gen {
-		return nil, fmt.Errorf("suspend: the recorded ref blob %s is run %q generation %d, not %q generation %d: %w", rec.Ref, ref.Run, ref.Generation, s.run, s.gen, ErrSnapshotMissing)
+	held := rec.State == ledger.StateLive && rec.Holder != nil && rec.Holder.Container == s.who
+	if s.fence != 0 && rec.Fence != s.fence {
+		// At generation 1 the fence label is set only when the suspend
+		// finishes: the holder alone identifies the container.
+		held = false
 	}
-	if ref.KeptRunning {
-		held := rec.State == ledger.StateLive && rec.Holder != nil && rec.Holder.Container == s.who
-		if f := s.ctr.Labels[snapshot.LabelFence]; f != "" && f != strconv.FormatUint(rec.Fence, 10) {
-			held = false
-		}
-		if !held {
-			return nil, fmt.Errorf("suspend: generation %d of run %q was recorded kept running, but %s no longer holds the run (%s); the task is left as found: %w",
-				s.gen, s.run, s.who, describeRecord(rec), ErrRunConflict)
-		}
+	if ref.KeptRunning && !held {
+		return nil, fmt.Errorf("suspend: generation %d of run %q was recorded kept running, but %s no longer holds the run (%s); the task is left as found: %w",
+			s.gen, s.run, s.who, describeRecord(rec), ErrRunConflict)
 	}
 	if s.ctr.Task == snapshot.TaskPaused || s.ctr.Task == snapshot.TaskPausing {
 		s.paused = s.now()
@@ -559,8 +794,10 @@ func (s *suspension) finishRecorded(ctx context.Context, rec ledger.Record) (*Re
 	return s.finish(ctx, rec)
 }
 
-// finish is step 5's "recorded": write the ref file, then stop the task
-// or (kept running) resume it, and label the container.
+// finish is step 5's "recorded" and step 7: write the ref file, stop the
+// task or (kept running) resume it, release the layers of older
+// generations, and label the container — or delete it, an incarnation
+// whose task was stopped.
 func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, error) {
 	if err := atomicfile.WriteFile(s.out, s.res.File, 0o644); err != nil {
 		return nil, fmt.Errorf("suspend: run %q generation %d is recorded; write the ref file: %w", s.run, s.gen, err)
@@ -569,6 +806,9 @@ func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, er
 	s.res.Record = rec
 	labels := map[string]string{
 		snapshot.LabelRun: s.run, snapshot.LabelManifest: s.res.Ref.Manifest, snapshot.LabelSuspending: "",
+	}
+	if s.gen > 1 {
+		labels[snapshot.LabelCreated] = ""
 	}
 	if s.res.Ref.KeptRunning {
 		switch s.ctr.Task {
@@ -591,31 +831,24 @@ func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, er
 		s.res.Paused = s.now().Sub(s.paused)
 	}
 	faultPoint("stop")
+	released, err := s.release(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("suspend: run %q generation %d is recorded and %s written; release the layers of generations older than the latest %d from lease %s: %w",
+			s.run, s.gen, s.out, s.keep, s.res.Lease, err)
+	}
+	s.res.Released = released
+	faultPoint("released")
+	if !s.res.Ref.KeptRunning && s.ctr.Labels[snapshot.LabelRef] != "" {
+		// Step 7: an incarnation whose suspend stopped it goes, with its
+		// snapshot; its content lives in the layers.
+		if err := s.c.DeleteContainer(ctx, s.ctr.ID); err != nil {
+			return nil, fmt.Errorf("suspend: run %q generation %d is recorded and %s written; delete incarnation %q: %w", s.run, s.gen, s.out, s.ctr.ID, err)
+		}
+		s.res.Deleted = true
+		return s.res, nil
+	}
 	if err := s.c.SetContainerLabels(ctx, s.ctr.ID, labels); err != nil {
 		return nil, fmt.Errorf("suspend: run %q generation %d is recorded and %s written; label container %q: %w", s.run, s.gen, s.out, s.ctr.ID, err)
 	}
 	return s.res, nil
-}
-
-// describes checks docs/design.md "Suspend" step 3 for a resolved image.
-func describes(image string, base snapshot.Base, ctr snapshot.Container) error {
-	want := ""
-	if len(base.DiffIDs) > 0 {
-		want = identity.ChainID(base.DiffIDs).String()
-	}
-	if ctr.ParentChainID != want {
-		return fmt.Errorf("suspend: container %q: snapshot %s/%s has parent %q, but %s (manifest %s) has chain ID %q: %w",
-			ctr.ID, ctr.Snapshotter, ctr.SnapshotKey, ctr.ParentChainID, image, base.ManifestDigest, want, ErrMismatch)
-	}
-	named, err := reference.ParseNormalizedNamed(image)
-	if err != nil {
-		return fmt.Errorf("suspend: image %q: %w", image, err)
-	}
-	if d, ok := named.(reference.Digested); ok {
-		if d.Digest() != base.ManifestDigest && d.Digest() != base.IndexDigest {
-			return fmt.Errorf("suspend: image %s: its digest is neither the resolved index %q nor manifest %q: %w",
-				image, base.IndexDigest, base.ManifestDigest, ErrMismatch)
-		}
-	}
-	return nil
 }

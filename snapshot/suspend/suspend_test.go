@@ -264,14 +264,14 @@ func TestSuspendKeepRunning(t *testing.T) {
 	if _, err := snapshot.OpenRef(res.File, envelope.NewKeyRing(e.pub)); err != nil {
 		t.Fatal(err)
 	}
-	// The container now holds a resumed-like run: its next suspend needs
-	// generations (2), and nothing is paused for it.
-	f2ops := len(f.Ops())
-	if _, err := suspend.Run(ctx, f, l, req); !errors.Is(err, suspend.ErrNeedsGenerations) {
-		t.Fatalf("second suspend: %v, want ErrNeedsGenerations", err)
+	// The container holds the run: its next suspend writes generation 2
+	// from it, with its fence.
+	res2, err := suspend.Run(ctx, f, l, req)
+	if err != nil {
+		t.Fatalf("second suspend: %v", err)
 	}
-	if slices.Contains(f.Ops()[f2ops:], fake.OpPauseTask) {
-		t.Fatal("the refused suspend paused the task")
+	if res2.Ref.Generation != 2 || res2.Ref.Parent != res.RefBlob || res2.Ref.Fence != 1 || res2.Fence != 1 || !res2.Ref.KeptRunning {
+		t.Fatalf("second suspend: ref %+v", res2.Ref)
 	}
 }
 
@@ -286,8 +286,10 @@ func TestSuspendLabels(t *testing.T) {
 		want   error
 	}{
 		{"already suspended", map[string]string{snapshot.LabelSuspended: "1", snapshot.LabelRun: "r"}, "", suspend.ErrAlreadySuspended},
-		{"holds a resumed run", map[string]string{snapshot.LabelFence: "4", snapshot.LabelRun: "r"}, "", suspend.ErrNeedsGenerations},
-		{"suspending a later generation", map[string]string{snapshot.LabelSuspending: "2", snapshot.LabelRun: "r"}, "", suspend.ErrNeedsGenerations},
+		{"fence label, no record", map[string]string{snapshot.LabelFence: "4", snapshot.LabelRun: "r"}, "", suspend.ErrRunConflict},
+		{"fence label not a fence", map[string]string{snapshot.LabelFence: "x", snapshot.LabelRun: "r"}, "", suspend.ErrRunConflict},
+		{"suspending a later generation without a fence", map[string]string{snapshot.LabelSuspending: "2", snapshot.LabelRun: "r"}, "", suspend.ErrRunConflict},
+		{"suspending a later generation, no record", map[string]string{snapshot.LabelSuspending: "2", snapshot.LabelFence: "1", snapshot.LabelRun: "r"}, "", suspend.ErrRunConflict},
 		{"suspending label not a generation", map[string]string{snapshot.LabelSuspending: "x"}, "r", suspend.ErrRunConflict},
 		{"run other than the label", map[string]string{snapshot.LabelRun: "r"}, "s", suspend.ErrRunMismatch},
 		{"run label is the default", map[string]string{snapshot.LabelRun: "r"}, "", nil},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
@@ -135,7 +136,7 @@ func TestPinnedResumesAcrossHosts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			run := "adopt-" + c.name
-			cid := runningContainer(t, a, bb.Name, run)
+			cid := scriptContainerWith(t, a, bb.Name, run, workload, oci.WithEnv([]string{"LANG=C.UTF-8"})) // as declared (suspend checks it)
 			ref := filepath.Join(dir, run+".ref.json")
 			if _, code := runCLI(t, a, "suspend", "--container", cid, "--config", c.cfg, "--key", key, "--run", run, "--out", ref); code != 0 {
 				t.Fatalf("suspend: exit %d", code)

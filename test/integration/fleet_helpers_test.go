@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
@@ -227,7 +228,7 @@ func (f *fleet) generation(t *testing.T, tn *tenant, run string) *gen {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cid := runningContainer(t, f.origin, f.bb.Name, run)
+	cid := scriptContainerWith(t, f.origin, f.bb.Name, run, workload, oci.WithEnv([]string{"FLEET=1"})) // as declared (suspend checks it)
 	ref := filepath.Join(dir, "ref.json")
 	tn.must(t, f.origin, nil, "suspend", "--container", cid, "--config", f.cfg, "--key", f.key, "--run", run, "--out", ref)
 	tarPath := filepath.Join(dir, "run.tar")

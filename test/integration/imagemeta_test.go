@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
@@ -75,7 +76,8 @@ func TestImageMetadataSuspendAndLint(t *testing.T) {
 	for _, c := range testimage.MetadataCases {
 		t.Run(c.Name, func(t *testing.T) {
 			bb := harness.ImportBusyboxLabelled(t, d, metaImage(c), c)
-			cid := runningContainer(t, d, bb.Name, "meta-"+c.Name)
+			// The container carries the declared LANG, as suspend checks.
+			cid := scriptContainerWith(t, d, bb.Name, "meta-"+c.Name, workload, oci.WithEnv([]string{"LANG=C.UTF-8"}))
 			dir := t.TempDir()
 			cfg := filepath.Join(dir, "devcontainer.json")
 			if err := os.WriteFile(cfg, []byte(metaConfig(metaImage(c))), 0o644); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -432,5 +433,287 @@ func TestSuspendFaultTrials(t *testing.T) {
 		if counts[name] < 2 {
 			t.Errorf("state %q observed %d times, want at least 2", name, counts[name])
 		}
+	}
+}
+
+// laterFaultSteps are the fault points of the suspend of an incarnation
+// (a later generation): those of generation 1 and the release of older
+// layers, after which the incarnation is deleted.
+var laterFaultSteps = append(slices.Clone(faultSteps), "released")
+
+// laterState is what a killed suspend of an incarnation writing
+// generation gen left.
+type laterState struct {
+	gen       uint64
+	newDiff   bool               // a layer blob the lease did not hold before the trial
+	refBlob   digest.Digest      // a ref blob of generation gen under the lease ("" none)
+	refFile   []byte             // the --out file (nil when absent)
+	exists    bool               // the incarnation still exists
+	task      snapshot.TaskState // its task
+	suspend   string             // its io.sandbox-resume.suspending label
+	record    ledger.Record      // the ledger's record of the run
+	tempFiles []string           // leftover temporary files beside --out
+}
+
+func (s laterState) String() string {
+	return fmt.Sprintf("gen=%d newDiff=%t refBlob=%q refFile=%t exists=%t task=%q suspending=%q record=%s temp=%v",
+		s.gen, s.newDiff, s.refBlob, s.refFile != nil, s.exists, s.task, s.suspend, s.record, s.tempFiles)
+}
+
+// leaseBlobs returns the content the run lease of run holds.
+func leaseBlobs(t *testing.T, ctx context.Context, d *harness.Daemon, run string) map[digest.Digest]bool {
+	t.Helper()
+	rs, err := d.Client.LeasesService().ListResources(ctx, leases.Lease{ID: snapshot.RunLease(run)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[digest.Digest]bool{}
+	for _, res := range rs {
+		if res.Type == "content" {
+			out[digest.Digest(res.ID)] = true
+		}
+	}
+	return out
+}
+
+// observeLater reads the state a suspend of incarnation id, writing
+// generation gen of run to out, left; before is what the run lease held
+// before it began.
+func (r *genRig) observeLater(t *testing.T, ctx context.Context, id, run, out string, gen uint64, before map[digest.Digest]bool) laterState {
+	t.Helper()
+	s := laterState{gen: gen}
+	cs := r.d.Client.ContentStore()
+	for d := range leaseBlobs(t, ctx, r.d, run) {
+		if before[d] {
+			continue
+		}
+		data := readAll(t, ctx, cs, d)
+		switch {
+		case bytes.HasPrefix(data, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+			s.newDiff = true
+		case bytes.HasPrefix(data, []byte(`{"ociVersion"`)):
+		case bytes.HasPrefix(data, []byte("{")):
+			ref, err := snapshot.OpenRef(data, r.env.trust)
+			if err != nil {
+				t.Errorf("the run lease holds ref blob %s that does not verify: %v", d, err)
+				continue
+			}
+			if ref.Generation == gen {
+				if s.refBlob != "" {
+					t.Errorf("two ref blobs of generation %d: %s and %s", gen, s.refBlob, d)
+				}
+				s.refBlob = d
+			}
+		}
+	}
+	c, err := r.d.Connect(t, "").Container(ctx, id)
+	for deadline := time.Now().Add(5 * time.Second); err != nil && !errdefs.IsNotFound(err) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		c, err = r.d.Connect(t, "").Container(ctx, id)
+	}
+	switch {
+	case errdefs.IsNotFound(err):
+	case err != nil:
+		t.Fatal(err)
+	default:
+		s.exists, s.task, s.suspend = true, c.Task, c.Labels[snapshot.LabelSuspending]
+	}
+	s.record = r.record(t, run)
+	if b, err := os.ReadFile(out); err == nil {
+		s.refFile = b
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	s.tempFiles, _ = filepath.Glob(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"))
+	return s
+}
+
+// recorded reports whether the ledger records generation s.gen.
+func (s laterState) recorded() bool { return s.record.Generation == s.gen }
+
+// wantAtLaterStep is the state each fault point must leave when the
+// suspend of an incarnation is killed there.
+func wantAtLaterStep(t *testing.T, step string, s laterState) {
+	t.Helper()
+	g := strconv.FormatUint(s.gen, 10)
+	held := !s.recorded() && s.record.State == ledger.StateLive && s.record.Generation == s.gen-1
+	after := s.recorded() && s.record.Ref == s.refBlob && s.record.State == ledger.StateSuspended
+	ok := s.exists
+	switch step {
+	case "lease":
+		ok = ok && held && !s.newDiff && s.refBlob == "" && s.task == snapshot.TaskRunning && s.suspend == ""
+	case "labelled":
+		ok = ok && held && !s.newDiff && s.task == snapshot.TaskRunning && s.suspend == g
+	case "pause":
+		ok = ok && held && !s.newDiff && s.task == snapshot.TaskPaused && s.suspend == g
+	case "diff":
+		ok = ok && held && s.newDiff && s.refBlob == "" && s.task == snapshot.TaskPaused && s.suspend == g
+	case "refblob":
+		ok = ok && held && s.newDiff && s.refBlob != "" && s.refFile == nil && s.task == snapshot.TaskPaused && s.suspend == g
+	case "recorded":
+		ok = ok && after && s.refFile == nil && s.task == snapshot.TaskPaused && s.suspend == g
+	case "written":
+		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskPaused && s.suspend == g
+	case "stop", "released":
+		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == g
+	default:
+		t.Fatalf("unknown step %q", step)
+	}
+	if !ok {
+		t.Errorf("killed at fault point %s, found %v", step, s)
+	}
+}
+
+// checkLaterInvariants holds for every state a kill can leave: the ref
+// file is absent or complete and recorded; the ledger is at the
+// generation before or at this one, never beyond; a stopped or deleted
+// incarnation has its generation recorded.
+func (r *genRig) checkLaterInvariants(t *testing.T, s laterState) {
+	t.Helper()
+	if s.refFile != nil {
+		ref, err := snapshot.OpenRef(s.refFile, r.env.trust)
+		if err != nil {
+			t.Errorf("a partial or invalid ref file was left (%d bytes): %v", len(s.refFile), err)
+		} else if ref.Generation != s.gen || s.record.Ref != digest.FromBytes(s.refFile) {
+			t.Errorf("ref file of generation %d (%s), the ledger records %s", ref.Generation, digest.FromBytes(s.refFile), s.record)
+		}
+	}
+	if s.record.Generation != s.gen && s.record.Generation != s.gen-1 {
+		t.Errorf("the ledger is at generation %d while generation %d was being written", s.record.Generation, s.gen)
+	}
+	if s.recorded() && s.record.Ref != s.refBlob {
+		t.Errorf("the ledger records %s, the run lease holds ref blob %q of generation %d", s.record.Ref, s.refBlob, s.gen)
+	}
+	if (!s.exists || s.task == snapshot.TaskNone) && !s.recorded() {
+		t.Errorf("a stopped workload without its generation recorded: %v", s)
+	}
+}
+
+// TestSuspendIncarnationFaultTrials SIGKILLs the suspend of an incarnation
+// — each trial a resume of the run's latest generation, a change, and the
+// suspend writing the next one — at each fault point (twice each) and at
+// random moments (four trials; the seed is logged), checks what it left
+// and reruns it: every rerun completes (or, killed after the incarnation
+// was deleted, finds no container and leaves the complete ref file), the
+// ledger steps one generation per trial and never records one number
+// twice, and no workload is stopped without its generation recorded. The
+// run passes 16 layers on the way, so its later generations are
+// flattened.
+func TestSuspendIncarnationFaultTrials(t *testing.T) {
+	r := newGenRig(t, "faultgen")
+	d := r.d
+	ctx := d.Context(t)
+	const run = "lfault-1"
+	cid := scriptContainer(t, d, r.im.Name, "lf1", idle)
+	shIn(t, d, cid, "mkdir -p /w && echo 1 > /w/g1; echo END")
+	latest := filepath.Join(r.env.dir, "lf.g1.json")
+	r.suspend(t, cid, run, latest)
+
+	args := func(id, out string) []string {
+		return []string{"--address", d.Address, "--namespace", d.Namespace, "suspend", "--container", id,
+			"--config", r.env.cfg, "--key", r.env.key, "--out", out}
+	}
+	// One generation each: resume the latest into a new incarnation and
+	// change a file in it.
+	var gen uint64 = 1
+	next := func() (id, out string) {
+		gen++
+		id = d.ID(fmt.Sprintf("lf-g%d", gen))
+		r.resume(t, latest, id)
+		startWaiting(t, d, id)
+		shIn(t, d, id, fmt.Sprintf("echo %d > /w/g%d && rm -f /w/g%d; echo END", gen, gen, gen-1))
+		return id, filepath.Join(r.env.dir, fmt.Sprintf("lf.g%d.json", gen))
+	}
+
+	// An uninterrupted suspend sets the range of the random kill times.
+	id, out := next()
+	start := time.Now()
+	if _, code := runCLI(t, d, args(id, out)[4:]...); code != 0 {
+		t.Fatalf("uninterrupted suspend of an incarnation: exit %d", code)
+	}
+	full := time.Since(start)
+	latest = out
+	t.Logf("an uninterrupted suspend of an incarnation takes %s", full)
+
+	seed := testenv.Seed(t, testenv.RandomSeed())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	type trial struct {
+		step  string
+		delay time.Duration
+	}
+	var trials []trial
+	for range 2 {
+		for _, s := range laterFaultSteps {
+			trials = append(trials, trial{step: s})
+		}
+	}
+	for range 4 {
+		trials = append(trials, trial{delay: time.Duration(rng.Int64N(int64(full)))})
+	}
+	seen := map[string]int{}
+	for _, tr := range trials {
+		id, out := next()
+		before := leaseBlobs(t, ctx, d, run)
+		prev := r.record(t, run)
+		how := "at fault point " + tr.step
+		if tr.step != "" {
+			killCLIAt(t, tr.step, args(id, out)...)
+		} else {
+			how = fmt.Sprintf("after %s", tr.delay.Round(time.Millisecond))
+			if _, killed := killCLIAfter(t, tr.delay, args(id, out)...); !killed {
+				how += " (it had finished)"
+			}
+		}
+		s := r.observeLater(t, ctx, id, run, out, gen, before)
+		t.Logf("generation %d: killed %s: %v", gen, how, s)
+		if tr.step != "" {
+			seen[tr.step]++
+			wantAtLaterStep(t, tr.step, s)
+		}
+		r.checkLaterInvariants(t, s)
+
+		stdout, code := runCLI(t, d, append([]string{"--output", "json"}, args(id, out)[4:]...)...)
+		switch {
+		case code == 0:
+		case code == 2 && !s.exists && s.refFile != nil:
+			// Killed after the incarnation was deleted: the suspend had
+			// finished; the rerun finds no container.
+		default:
+			t.Fatalf("generation %d: rerun after a kill %s: exit %d: %s", gen, how, code, stdout)
+		}
+		after := r.observeLater(t, ctx, id, run, out, gen, before)
+		r.checkLaterInvariants(t, after)
+		ref, err := snapshot.OpenRef(after.refFile, r.env.trust)
+		if err != nil {
+			t.Fatalf("generation %d: the ref file after the rerun: %v", gen, err)
+		}
+		if after.exists || after.record.State != ledger.StateSuspended || !after.recorded() || ref.Generation != gen ||
+			ref.Parent != prev.Ref || after.record.Fence != prev.Fence {
+			t.Fatalf("generation %d: after the rerun %v; ref generation %d parent %s (the previous record %s)", gen, after, ref.Generation, ref.Parent, prev)
+		}
+		if s.recorded() && s.record.Ref != after.record.Ref {
+			t.Fatalf("generation %d: the rerun recorded %s, the killed suspend %s", gen, after.record.Ref, s.record.Ref)
+		}
+		// The task stayed paused and the creation time is on the
+		// container: a rerun stores what the killed suspend had stored.
+		if s.refBlob != "" && s.refBlob != after.refBlob {
+			t.Fatalf("generation %d: the killed suspend stored ref blob %s, the rerun %s", gen, s.refBlob, after.refBlob)
+		}
+		if gen > snapshot.MaxLayers && len(ref.Layers) > snapshot.MaxLayers {
+			t.Fatalf("generation %d: %d layers", gen, len(ref.Layers))
+		}
+		latest = out
+	}
+	for _, step := range laterFaultSteps {
+		if seen[step] < 2 {
+			t.Errorf("fault point %s seen %d times, want 2", step, seen[step])
+		}
+	}
+	// The last generation resumes.
+	last := d.ID("lf-last")
+	r.resume(t, latest, last)
+	startWaiting(t, d, last)
+	if got := shIn(t, d, last, fmt.Sprintf("cat /w/g%d; test -e /w/g%d || echo GONE; echo END", gen, gen-1)); !strings.Contains(got, fmt.Sprint(gen)) || !strings.Contains(got, "GONE") {
+		t.Fatalf("the last generation's incarnation sees %q", got)
 	}
 }

@@ -174,8 +174,8 @@ func runCLI(t testing.TB, d *harness.Daemon, args ...string) (string, int) {
 }
 
 type suspendEnv struct {
-	dir, cfg, key string
-	trust         *envelope.KeyRing
+	dir, cfg, key, pub string
+	trust              *envelope.KeyRing
 }
 
 func newSuspendEnv(t testing.TB, image string) suspendEnv {
@@ -193,7 +193,7 @@ func newSuspendEnv(t testing.TB, image string) suspendEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return suspendEnv{dir: dir, cfg: cfg, key: key, trust: trust}
+	return suspendEnv{dir: dir, cfg: cfg, key: key, pub: pub, trust: trust}
 }
 
 // present reports which of the digests are in the daemon's content store.
@@ -446,7 +446,8 @@ func TestSuspendKeepRunning(t *testing.T) {
 		t.Fatalf("task %q (err %v), want running", c.Task, err)
 	}
 	// The container holds the run: live in the ledger, its fence on the
-	// fence label; suspending it again needs generations (2).
+	// fence label; suspending it again writes generation 2 (stopping it:
+	// labelled suspended = 2, not deleted: it is the runtime's).
 	l := daemonLedger(t, d, "")
 	rec, err := l.Get(d.Context(t), cid)
 	l.Close()
@@ -454,11 +455,20 @@ func TestSuspendKeepRunning(t *testing.T) {
 		c.Labels[snapshot.LabelFence] != "1" || c.Labels[snapshot.LabelSuspending] != "" || c.Labels[snapshot.LabelSuspended] != "" {
 		t.Fatalf("record %+v (err %v), labels %v", rec, err, c.Labels)
 	}
-	if _, code := runCLI(t, d, "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--out", refPath+".2"); code != 2 {
-		t.Fatalf("suspend of a container holding its run: exit %d, want 2", code)
+	out, code := runCLI(t, d, "--output", "json", "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--out", refPath+".2")
+	if code != 0 || !strings.Contains(out, `"generation": 2`) {
+		t.Fatalf("suspend of a container holding its run: exit %d %s, want generation 2", code, out)
 	}
-	if c, err := rt.Container(d.Context(t), cid); err != nil || c.Task != snapshot.TaskRunning {
-		t.Fatalf("task %q (err %v), want running", c.Task, err)
+	file2, err := os.ReadFile(refPath + ".2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref2, err := snapshot.OpenRef(file2, env.trust)
+	if err != nil || ref2.Generation != 2 || ref2.Parent != digest.FromBytes(file) || ref2.Fence != 1 || ref2.KeptRunning {
+		t.Fatalf("generation 2: %+v (err %v)", ref2, err)
+	}
+	if c, err := rt.Container(d.Context(t), cid); err != nil || c.Task != snapshot.TaskNone || c.Labels[snapshot.LabelSuspended] != "2" {
+		t.Fatalf("task %q labels %v (err %v), want stopped and suspended = 2", c.Task, c.Labels, err)
 	}
 }
 
