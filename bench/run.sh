@@ -210,7 +210,7 @@ section2() {
     echo '    go test -run '"'"'^$'"'"' -bench BenchmarkVerifyRefBulk -benchmem -benchtime 1x -cpu 1 -count 5 ./resume'
     echo '    go test -run '"'"'^$'"'"' -bench '"'"'BenchmarkDecideWarmDaemon|BenchmarkResumeCheckProcess'"'"' -benchtime 100x -count 5 ./test/integration   # root'
     echo
-    echo "CPU time per operation (\`cpu-ns/op\`, getrusage) is the one-core figure on a shared machine; wall \`ns/op\` counts time spent waiting for a core. The anchor of a throughput figure is its DESIGN goal (no other tool does this work); the ratio is figure / goal for times (≤ 1 meets it) and goal / figure for rates."
+    echo "CPU time per operation (\`cpu-ns/op\`, getrusage) is the one-core figure on a shared machine; wall \`ns/op\` counts time spent waiting for a core. The anchor of a throughput figure is its goal in docs/design.md \"Performance goals\" (no other tool does this work); the ratio is figure / goal for times (≤ 1 meets it) and goal / figure for rates."
     echo
     echo "| figure | CPU µs/op median (min – max) | wall µs/op median | rate per CPU-second | goal | ratio to goal |"
     echo "|---|---|---|---|---|---|"
@@ -415,7 +415,7 @@ tmp=$(mktemp docs/.PERFORMANCE.md.XXXXXX)
 {
   echo "# Performance"
   echo
-  echo "Written by \`bench/run.sh\` (\`make bench\`) in one run; do not edit by hand. Goals: ../shared/DESIGN.md \"Performance goals\". A missed goal is stated as missed; README.md's Performance section has the profiles."
+  echo "Written by \`bench/run.sh\` (\`make bench\`) in one run; do not edit by hand. Goals: docs/design.md \"Performance goals\". A missed goal is stated as missed; README.md's Performance section has the profiles."
   echo
   echo "| machine | |"
   echo "|---|---|"

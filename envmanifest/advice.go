@@ -8,7 +8,7 @@ import (
 )
 
 // FixAction says what `lint --fix` does about a refusal (docs/design.md
-// "Adoption: lint and pin"). The strings appear in `lint --output json`.
+// "Adoption"). The strings appear in `lint --output json`.
 type FixAction string
 
 // The fix actions of the advice table.
@@ -28,7 +28,7 @@ const (
 )
 
 // Property keys of the advice table that are not top-level property names
-// (docs/design.md "Adoption: lint and pin").
+// (docs/design.md "Adoption").
 const (
 	// AdviceDocument is the whole document (pointer "").
 	AdviceDocument = ""
@@ -143,7 +143,7 @@ var adviceTable = []AdviceRule{
 const AnyClass Class = "*"
 
 // AdviceRules returns a copy of the advice table (docs/design.md
-// "Adoption: lint and pin"), in table order.
+// "Adoption"), in table order.
 func AdviceRules() []AdviceRule { return append([]AdviceRule(nil), adviceTable...) }
 
 type adviceKey struct {
@@ -230,8 +230,8 @@ func adviceFor(r Refusal) (AdviceRule, bool) {
 	return AdviceRule{Property: prop, Class: r.Class, Fix: FixNone, Advice: genericAdvice}, false
 }
 
-// Advise returns the advice for one refusal (docs/design.md "Adoption:
-// lint and pin"): the table row of its property and class, with the known
+// Advise returns the advice for one refusal (docs/design.md
+// "Adoption"): the table row of its property and class, with the known
 // property within edit distance 2 an unknown one probably meant.
 func Advise(r Refusal) LintRefusal { return advise(r, nil) }
 

@@ -51,7 +51,7 @@ func cpuLoop(b *testing.B, body func()) {
 }
 
 // BenchmarkIngest measures ingest → address end to end and per stage
-// (DESIGN "Performance goals": ≥ 20,000 docs/s for 1 KB, ≥ 8,000 for 3 KB).
+// (docs/design.md "Performance goals": ≥ 20,000 docs/s for 1 KB, ≥ 8,000 for 3 KB).
 func BenchmarkIngest(b *testing.B) {
 	for _, size := range []int{1024, 3072} {
 		doc := benchDoc(size)

@@ -3,11 +3,11 @@ package envmanifest
 import "sort"
 
 // PropertyClass is the class of a top-level devcontainer.json property
-// (DESIGN "Ingestion": every top-level property falls in exactly one
+// (docs/design.md "Ingestion": every top-level property falls in exactly one
 // class). A property not in the table is refused as "unknown-property".
 type PropertyClass string
 
-// The property classes of DESIGN "Ingestion".
+// The property classes of docs/design.md "Ingestion".
 const (
 	// PropIdentity members are normalized into the manifest core.
 	PropIdentity PropertyClass = "identity"

@@ -23,8 +23,8 @@ const CoreSchema = "sandbox.env-manifest/1"
 // AddressPrefix starts every manifest address: "blake3:" + 64 lowercase hex.
 const AddressPrefix = "blake3:"
 
-// Core is the normalized manifest core (DESIGN "Normalization → manifest
-// core"). Absent members are omitted, never null or empty. Its canonical
+// Core is the normalized manifest core (docs/design.md "Normalization").
+// Absent members are omitted, never null or empty. Its canonical
 // bytes are the RFC 8785 (JCS) serialization of this structure.
 type Core struct {
 	Schema       string            `json:"schema"`
@@ -62,7 +62,7 @@ func (f Feature) IsPinned() bool {
 }
 
 // ImagePinned reports whether the image reference carries an "@sha256:"
-// digest (DESIGN "Pinned").
+// digest (docs/design.md "Pinned").
 func (c *Core) ImagePinned() bool {
 	return strings.Contains(c.Image, "@sha256:")
 }
@@ -363,7 +363,7 @@ func canonicalFeatureOptions(canonical []byte, n int) ([]json.RawMessage, error)
 }
 
 // Address returns "blake3:" + the lowercase hex of the 32-byte BLAKE3 hash
-// of canonical (DESIGN "Canonical bytes, address, signature").
+// of canonical (docs/design.md "Canonical bytes and address").
 func Address(canonical []byte) string {
 	sum := blake3.Sum256(canonical)
 	return AddressPrefix + hex.EncodeToString(sum[:])

@@ -17,8 +17,8 @@ import (
 
 // ParseCore reads a decoded manifest core (the "manifest" member of a signed
 // manifest, the "core" member of a SnapshotRef) back into a Core, refusing
-// anything that is not exactly a core as ingestion writes it (DESIGN
-// "Normalization → manifest core"):
+// anything that is not exactly a core as ingestion writes it (docs/design.md
+// "Normalization"):
 //
 //   - members: "schema" (= CoreSchema) and "image" required; "features",
 //     "containerEnv", "mounts", "remoteUser" optional; any other member is

@@ -47,7 +47,8 @@ var legacyFeatureIDs = map[string]string{
 }
 
 // foldedLegacyFeatures are the deprecated bare ids the CLI rewrites into
-// options of another feature; DESIGN refuses them.
+// options of another feature; they are refused (docs/design.md
+// "Normalization").
 var foldedLegacyFeatures = map[string]string{
 	"gradle":     "java (installGradle)",
 	"maven":      "java (installMaven)",
@@ -76,8 +77,8 @@ type featureEntry struct {
 	opts json.RawMessage
 }
 
-// features normalizes the features object (DESIGN "Normalization":
-// features; "Precise rules": feature ids, shorthand, legacy ids, tarball
+// features normalizes the features object (docs/design.md "Normalization":
+// features; "Ingestion": feature ids, shorthand, legacy ids, tarball
 // and local ids, lockfile, two keys one id).
 func (in *ingester) features(v *strictjson.Node, lock *lockfile) {
 	if v.Kind != strictjson.KindObject {
@@ -280,7 +281,7 @@ func (in *ingester) checkFeatureOptions(v *strictjson.Node) {
 }
 
 // lockFeature replaces an OCI feature's id by its lockfile entry's
-// resolved digest reference (DESIGN "Precise rules": lockfile).
+// resolved digest reference (docs/design.md "Normalization": lockfile).
 func (in *ingester) lockFeature(lock *lockfile, e featureEntry) (string, bool) {
 	entry := lock.features.Get(e.key)
 	if entry == nil {

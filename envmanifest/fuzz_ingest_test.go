@@ -20,7 +20,7 @@ import (
 // maxFuzzSeed is the largest C7 input used as a FuzzIngest seed.
 const maxFuzzSeed = 16 << 10
 
-// knownClasses is every refusal class DESIGN "Precise rules" defines.
+// knownClasses is every refusal class docs/design.md "Refusal classes" defines.
 var knownClasses = map[Class]bool{
 	ClassSyntax: true, ClassEncoding: true, ClassLimit: true, ClassNumber: true,
 	ClassDuplicateKey: true, ClassExecutesOrWidens: true, ClassChangesWhatRuns: true,

@@ -14,7 +14,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
-// Options control one ingestion (DESIGN "Ingestion", "CLI contract").
+// Options control one ingestion (docs/design.md "Ingestion", "CLI contract").
 type Options struct {
 	// Path is the config file's path, used for lockfile discovery and the
 	// `./` feature checks; "" means stdin: discovery is off and `./`
@@ -34,7 +34,7 @@ type Options struct {
 // Manifest is the result of a successful ingestion: the normalized core,
 // its canonical bytes and address, and what was left out of it.
 type Manifest struct {
-	// Core is the normalized manifest core (DESIGN "Normalization").
+	// Core is the normalized manifest core (docs/design.md "Normalization").
 	Core Core
 	// Canonical is the RFC 8785 JCS serialization of Core.
 	Canonical []byte
@@ -50,7 +50,7 @@ type Manifest struct {
 }
 
 // IsPinned reports whether the image and every feature are digest-addressed
-// (DESIGN "Pinned"; seed 002).
+// (docs/design.md "Pinned"; seed 002).
 func (m *Manifest) IsPinned() bool { return m.Core.IsPinned() }
 
 // ImagePinned reports whether the image carries an "@sha256:" digest.
@@ -69,8 +69,8 @@ func IngestFile(path string, opts Options) (*Manifest, error) {
 	return Ingest(data, opts)
 }
 
-// Ingest turns devcontainer.json text into a manifest (DESIGN "Ingestion",
-// "Normalization → manifest core", "Precise rules"). Every refusal of the
+// Ingest turns devcontainer.json text into a manifest (docs/design.md "Ingestion",
+// "Normalization", "Ingestion"). Every refusal of the
 // document is collected; when there is any, Ingest returns a *RefusedError
 // whose Source is opts.Path ("-" for stdin) and whose Refusals are sorted
 // by pointer. Other errors (a lockfile that cannot be read for a reason
@@ -197,7 +197,7 @@ func (in *ingester) run(root *strictjson.Node) error {
 	return nil
 }
 
-// image normalizes the image reference (DESIGN "Precise rules": image
+// image normalizes the image reference (docs/design.md "Normalization": image
 // normalization, digests).
 func (in *ingester) image(v *strictjson.Node) {
 	if v.Kind != strictjson.KindString {
@@ -212,8 +212,8 @@ func (in *ingester) image(v *strictjson.Node) {
 	in.m.Core.Image = reference.TagNameOnly(named).String()
 }
 
-// containerEnv copies the string → string object (DESIGN "Precise rules":
-// containerEnv keys, reserved names).
+// containerEnv copies the string → string object (docs/design.md "Normalization":
+// containerEnv keys; "Reserved environment names").
 func (in *ingester) containerEnv(v *strictjson.Node) {
 	if v.Kind != strictjson.KindObject {
 		in.refuse(v.Pointer, ClassInvalidValue, "containerEnv must be an object of strings, not %s", v.Kind)

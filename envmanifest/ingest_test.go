@@ -25,7 +25,7 @@ func img(rest string) string { return `{"image":"ubuntu:22.04"` + rest + `}` }
 const ubuntu = `"image":"docker.io/library/ubuntu:22.04"`
 
 // TestIngestNormalization: inputs that ingest, with the canonical bytes
-// written by hand from DESIGN "Normalization" and "Precise rules".
+// written by hand from docs/design.md "Normalization" and "Ingestion".
 func TestIngestNormalization(t *testing.T) {
 	tests := []struct {
 		name, in, want string
@@ -90,7 +90,7 @@ func TestIngestNormalization(t *testing.T) {
 	}
 }
 
-// TestIngestRefusals: every refusal row of DESIGN "Precise rules" and the
+// TestIngestRefusals: every refusal row of docs/design.md "Ingestion" and the
 // class table, expected pointers and classes written by hand (sorted by
 // pointer, stable).
 func TestIngestRefusals(t *testing.T) {
@@ -186,7 +186,7 @@ func TestIngestRefusals(t *testing.T) {
 	}
 }
 
-// TestIngestDeterminism: spellings DESIGN says share one address.
+// TestIngestDeterminism: spellings docs/design.md "Normalization" says share one address.
 func TestIngestDeterminism(t *testing.T) {
 	groups := [][]string{
 		{
@@ -241,7 +241,7 @@ func TestIngestExcluded(t *testing.T) {
 	}
 }
 
-// TestPinned: seed 002 and DESIGN "Pinned".
+// TestPinned: seed 002 and docs/design.md "Pinned".
 func TestPinned(t *testing.T) {
 	tests := []struct {
 		name                string
@@ -282,7 +282,7 @@ func lockEntry(key, resolved, integrity string) string {
 	return `"` + key + `":{"version":"1.0.0","resolved":"` + resolved + `","integrity":"` + integrity + `"}`
 }
 
-// TestLockfile: DESIGN "Precise rules": lockfile.
+// TestLockfile: docs/design.md "Normalization": lockfile.
 func TestLockfile(t *testing.T) {
 	node := gh + "node:1"
 	cfg := `{"image":"debian@` + dgA + `","features":{"` + node + `":{"version":"20"},"./local":{},"https://h/devcontainer-feature-a.tgz":{}}}`
@@ -412,7 +412,7 @@ func TestIngestFileMissing(t *testing.T) {
 }
 
 // TestPropertyTable: the table covers exactly the properties listed in
-// notes/devcontainer.md §a, with DESIGN's classes.
+// notes/devcontainer.md §a, with the classes of docs/design.md "Property classes".
 func TestPropertyTable(t *testing.T) {
 	want := map[string]PropertyClass{
 		"image": PropIdentity, "features": PropIdentity, "containerEnv": PropIdentity, "mounts": PropIdentity, "remoteUser": PropIdentity,

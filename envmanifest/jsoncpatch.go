@@ -17,7 +17,7 @@ var jsoncBOM = []byte("\xef\xbb\xbf")
 // jsoncDoc is a devcontainer.json held as a tailscale/hujson syntax tree,
 // which packs back to the input byte for byte where nothing was changed:
 // lint --fix and pin edit it, so comments and layout outside the edits
-// are kept (docs/design.md "Adoption: lint and pin").
+// are kept (docs/design.md "Adoption").
 type jsoncDoc struct {
 	v       hujson.Value
 	bom     bool // a leading UTF-8 BOM was set aside
@@ -107,7 +107,7 @@ func (d *jsoncDoc) count(ptr string) int {
 }
 
 // fixDocument removes from data the members the refusals' fix actions
-// name (docs/design.md "Adoption: lint and pin"): FixRemove the member
+// name (docs/design.md "Adoption"): FixRemove the member
 // (every occurrence), FixRemoveMount the whole /mounts/N, FixKeepLast
 // every occurrence but the last. A member inside one that is removed is
 // not removed on its own. It returns the new bytes and the removals sorted

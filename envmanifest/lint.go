@@ -18,11 +18,11 @@ const maxFixRounds = 4
 
 // ErrImageUnresolved is wrapped by Lint and Pin when the manifest's image
 // reference does not resolve through the content store (docs/design.md
-// "Adoption: lint and pin": exit 5, class "image-unresolved").
+// "Adoption": exit 5, class "image-unresolved").
 var ErrImageUnresolved = errors.New("image unresolved")
 
-// LintRefusal is one refusal with lint's advice (docs/design.md "Adoption:
-// lint and pin"): the refusal (pointer, class, message), the property of
+// LintRefusal is one refusal with lint's advice (docs/design.md
+// "Adoption"): the refusal (pointer, class, message), the property of
 // the advice table it falls under, what to do about it, and what
 // `lint --fix` does about it (FixNone: a hand edit).
 type LintRefusal struct {
@@ -74,7 +74,7 @@ type ImageReport struct {
 // errdefs.ErrNotFound.
 type ImageInspector func(ctx context.Context, ref string) (*ImageReport, error)
 
-// LintOptions control Lint (docs/design.md "Adoption: lint and pin").
+// LintOptions control Lint (docs/design.md "Adoption").
 type LintOptions struct {
 	// Options are the ingestion options (lockfile, reserved names); Path
 	// names the file, which Fix rewrites.
@@ -135,7 +135,7 @@ func LintFile(ctx context.Context, path string, opts LintOptions) (*LintResult, 
 
 // Lint ingests data like Ingest and tells, for each refusal, its pointer,
 // class and what to do about it, from one table keyed by property and class
-// (AdviceRules; docs/design.md "Adoption: lint and pin"). It reports what
+// (AdviceRules; docs/design.md "Adoption"). It reports what
 // keeps an accepted manifest unpinned and the excluded members; with
 // opts.Image it resolves the image and checks its devcontainer.metadata
 // label; with opts.Fix it removes the refused members the table allows

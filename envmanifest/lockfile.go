@@ -36,7 +36,7 @@ type lockfile struct {
 	features *strictjson.Node
 }
 
-// lockfile finds, reads and parses the lockfile (DESIGN "Precise rules":
+// lockfile finds, reads and parses the lockfile (docs/design.md "Normalization":
 // lockfile). It returns nil when none applies. Whole-file problems are
 // "lockfile" refusals at pointer ""; a read error other than absence is
 // returned.

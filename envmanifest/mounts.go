@@ -29,7 +29,7 @@ var dockerMountOptions = map[string]bool{
 	"image-subpath": true,
 }
 
-// mounts normalizes the mounts array (DESIGN "Precise rules": mount
+// mounts normalizes the mounts array (docs/design.md "Normalization": mount
 // strings, mount objects, mount targets).
 func (in *ingester) mounts(v *strictjson.Node) {
 	if v.Kind != strictjson.KindArray {

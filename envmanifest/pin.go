@@ -14,7 +14,7 @@ import (
 )
 
 // PinEdit is one change pin makes to a devcontainer.json (docs/design.md
-// "Adoption: lint and pin"): at Pointer, the string Old becomes New —
+// "Adoption"): at Pointer, the string Old becomes New —
 // the member's value when Key is false ("/image"), the member's name when
 // Key is true ("/features/<key>": a feature id is the key).
 type PinEdit struct {
@@ -68,8 +68,8 @@ func PinFile(ctx context.Context, path string, opts PinOptions) (*PinResult, err
 	return Pin(ctx, data, opts)
 }
 
-// Pin makes the manifest of data pinned (docs/design.md "Adoption: lint
-// and pin"): the image gets the digest its name resolves to through
+// Pin makes the manifest of data pinned (docs/design.md "Adoption"): the image
+// gets the digest its name resolves to through
 // opts.Resolve (name:tag@sha256:…; a name without a tag gets ":latest"
 // written out), and each OCI feature by tag becomes its lockfile entry's
 // "resolved" reference exactly, so with the lockfile present the features'
@@ -147,8 +147,8 @@ func imageDigested(image string) bool {
 	return ok
 }
 
-// PlanPin plans the edits that pin data (docs/design.md "Adoption: lint and
-// pin"). It is pure: no daemon; it reads the lockfile as Ingest does.
+// PlanPin plans the edits that pin data (docs/design.md "Adoption"). It is
+// pure: no daemon; it reads the lockfile as Ingest does.
 //
 // imageDigest is the digest the image's name resolved to (the index digest
 // when the name is an index); it is used only when the image carries no

@@ -7,10 +7,10 @@ import (
 )
 
 // Class names the kind of a refusal. The strings are part of the CLI's JSON
-// contract (DESIGN "Precise rules": refusal classes) and never change.
+// contract (docs/design.md "Refusal classes") and never change.
 type Class string
 
-// Refusal classes, exactly as DESIGN "Precise rules" spells them.
+// Refusal classes, exactly as docs/design.md "Refusal classes" spells them.
 const (
 	ClassSyntax           Class = "syntax"             // JSONC does not parse, empty input, non-object top level
 	ClassEncoding         Class = "encoding"           // invalid UTF-8, lone surrogates, noncharacters
@@ -85,7 +85,7 @@ func (e *RefusedError) Error() string {
 }
 
 // SortRefusals sorts refusals by pointer in UTF-8 byte order, keeping the
-// relative order of refusals at the same pointer (DESIGN "Precise rules").
+// relative order of refusals at the same pointer (docs/design.md "Ingestion").
 func SortRefusals(rs []Refusal) {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Pointer < rs[j].Pointer })
 }

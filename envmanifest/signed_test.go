@@ -21,7 +21,7 @@ import (
 // signTestCore is a pinned-image core with every member, including a
 // containerEnv value holding a control character: JCS writes it as the
 // escape \u001b, so flipping the case of its hex digit is an edit that JCS
-// cancels out (DESIGN "Signed documents").
+// cancels out (docs/design.md "Signed documents").
 func signTestCore() Core {
 	return Core{
 		Schema: CoreSchema,
@@ -101,8 +101,9 @@ func signTestFile(t testing.TB, keys ...ed25519.PrivateKey) (canonical, file []b
 	return canonical, file
 }
 
-// signTestExit maps a verification result to the CLI exit code DESIGN
-// gives it, failing the test for an error of any other kind.
+// signTestExit maps a verification result to the CLI exit code
+// docs/design.md "Exit codes and classes" gives it, failing the test for
+// an error of any other kind.
 func signTestExit(t testing.TB, err error) int {
 	t.Helper()
 	var re *RefusedError

@@ -43,7 +43,7 @@ var jcsVectors = []jcsVector{
 	{dir: "jcs", name: "unicode"},
 	// 333333333.33333329 names a different decimal than its JCS form
 	// 333333333.3333333, and 1E30 is a whole value beyond 2^53−1: both are
-	// refused (DESIGN "numbers"); 4.50, 2e-3 and 1e-27 are fine.
+	// refused (docs/design.md "Reading strictly": numbers); 4.50, 2e-3 and 1e-27 are fine.
 	{dir: "jcs", name: "values",
 		decoderRefusals: []c7Refusal{{"/numbers/0", ClassNumber}, {"/numbers/1", ClassNumber}},
 		featureRefusals: []c7Refusal{{"/features/node/v/numbers/0", ClassNumber}, {"/features/node/v/numbers/1", ClassNumber}}},

@@ -37,8 +37,8 @@ func mustSign(b *testing.B, fx *fixture) []byte {
 
 // BenchmarkVerifyRefBulk opens 10,000 distinct SnapshotRef files with
 // snapshot.OpenRef (checks 1–4: strict parse, Ed25519 signature over the JCS of "ref", schema,
-// integrity) on one core (GOMAXPROCS 1). DESIGN goal: ≥ 10,000 refs/s; the
-// refs/s metric is the figure to compare.
+// integrity) on one core (GOMAXPROCS 1). Goal (docs/design.md "Performance
+// goals"): ≥ 10,000 refs/s; the refs/s metric is the figure to compare.
 func BenchmarkVerifyRefBulk(b *testing.B) {
 	const n = 10000
 	fx := newFixture(b, baseConfig)

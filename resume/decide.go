@@ -32,7 +32,7 @@ import (
 // runtime spec (--spec), nil when none is offered; SpecSource names it in
 // messages (a path). Check 10 compares it with the recorded spec and,
 // when it passes, the incarnation is created from it (docs/design.md
-// "Spec validation (check 10)").
+// "Spec validation").
 type Request struct {
 	RefFile    []byte
 	RefSource  string

@@ -338,8 +338,9 @@ func TestDecideImage(t *testing.T) {
 		}
 	})
 	t.Run("name re-pointed and the recorded content gone", func(t *testing.T) {
-		// DESIGN's order within check 8: presence of the recorded content
-		// before the name's resolution, so this is unresolved, not drifted.
+		// The order within check 8 (docs/design.md "Resume decision"):
+		// presence of the recorded content before the name's resolution,
+		// so this is unresolved, not drifted.
 		fx := newFixture(t, baseConfig)
 		desc, _ := putImage(t, fx.facts, ocispec.Platform{OS: "linux", Architecture: "amd64"}, "another layer")
 		if err := fx.facts.SetImage("busybox:1", desc); err != nil {

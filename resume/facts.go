@@ -56,7 +56,7 @@ type Facts interface {
 
 	// BuildSpec returns the OCI runtime spec (JSON) that a `/1` ref's
 	// incarnation would be created with, as the previous release created
-	// it (docs/design.md "Spec validation (check 10)": an offered spec is
+	// it (docs/design.md "Spec validation": an offered spec is
 	// compared with it): the host's default spec for container id in this
 	// namespace, the process, user, working directory and environment of
 	// the image config base.ConfigDigest (read through

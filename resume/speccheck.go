@@ -15,7 +15,7 @@ import (
 )
 
 // SpecDrift is one member of an offered OCI runtime spec that differs from
-// the recorded one (docs/design.md "Spec validation (check 10)"): the
+// the recorded one (docs/design.md "Spec validation"): the
 // verdict's "specDrift" entries, in the shape of DriftEntry.
 //
 // Pointer is an RFC 6901 JSON Pointer into the recorded spec when the
@@ -54,7 +54,7 @@ const (
 )
 
 // ErrSpecInvalid is wrapped by every *SpecError: a runtime spec that does
-// not decode under docs/design.md "Spec validation (check 10)". An offered
+// not decode under docs/design.md "Spec validation". An offered
 // spec that does not decode is refused input (class "bad-input", exit 2);
 // a recorded one is "snapshot-missing" (exit 7).
 var ErrSpecInvalid = errors.New("runtime spec does not decode")
@@ -108,7 +108,7 @@ type SpecOptions struct {
 	HostNamespace func(nsType, path string) bool
 }
 
-// CompareSpec is check 10 (docs/design.md "Spec validation (check 10)"):
+// CompareSpec is check 10 (docs/design.md "Spec validation"):
 // it decodes the recorded and the offered OCI runtime spec and compares
 // them member by member as parsed values (never through JCS), driven by
 // the rule table SpecRules returns.
@@ -198,7 +198,7 @@ const (
 )
 
 // SpecRule is one row of check 10's rule table (docs/design.md "Spec
-// validation (check 10)"; the members and Go types of
+// validation", check 10; the members and Go types of
 // opencontainers/runtime-spec v1.3.0, config.md and config-linux.md).
 //
 // Pointer is a JSON Pointer pattern: "*" stands for any array index or any

@@ -329,7 +329,7 @@ func driftJSON(d []resume.SpecDrift) string {
 }
 
 // TestCompareSpecExactNumbersNotRounded pins the two number facts of
-// docs/design.md "Spec validation (check 10)" outside the data file too:
+// docs/design.md "Spec validation" outside the data file too:
 // values that one float64 cannot tell apart differ, and the largest uint64
 // equals itself and is reported as written.
 func TestCompareSpecExactNumbersNotRounded(t *testing.T) {
@@ -431,7 +431,7 @@ func TestSpecRulesTable(t *testing.T) {
 }
 
 // TestSpecRulesFollowDesign pins the lists of docs/design.md "Spec
-// validation (check 10)" against the table, so a table edit that drops a
+// validation", check 10 against the table, so a table edit that drops a
 // guarded member fails here as well as in the cases.
 func TestSpecRulesFollowDesign(t *testing.T) {
 	want := map[string]string{

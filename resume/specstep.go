@@ -22,7 +22,7 @@ func (s *state) offeredSpecName() string {
 	return "the offered spec"
 }
 
-// 10 spec (docs/design.md "Spec validation (check 10)"): the recorded
+// 10 spec (docs/design.md "Spec validation"): the recorded
 // spec — for a /1 ref, the one built as the previous release built it —
 // decodes; an offered spec decodes and does not widen it. What passes is
 // what the incarnation is created from (state.createSpec).

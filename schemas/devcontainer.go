@@ -9,8 +9,8 @@ import (
 )
 
 // identityInputs gives the input shape of each identity property as
-// devcontainer.json writes it (DESIGN "Normalization → manifest core",
-// "Precise rules"). Every identity row of the class table must have one:
+// devcontainer.json writes it (docs/design.md "Normalization",
+// "Ingestion"). Every identity row of the class table must have one:
 // the generator fails otherwise, so a new identity property is a decision,
 // not a silent `true`.
 var identityInputs = map[string]func() map[string]any{
@@ -84,7 +84,7 @@ func anyCasePattern(names []string) string {
 }
 
 // devcontainerSchema builds the schema of the accepted devcontainer.json
-// subset from the property class table (DESIGN "Ingestion"): identity
+// subset from the property class table (docs/design.md "Ingestion"): identity
 // members with their input shapes, cosmetic and networking members allowed
 // whatever their value (the ingester does not interpret them) except
 // hostRequirements.gpu, refused members `false`, and every other member
@@ -108,7 +108,7 @@ func devcontainerSchema(props []envmanifest.PropertyInfo, reserved []envmanifest
 		case envmanifest.PropCosmetic, envmanifest.PropNetworking:
 			s := map[string]any{"$comment": string(p.Class) + " (excluded from the address): " + p.Note}
 			if p.Name == "hostRequirements" {
-				// DESIGN "Precise rules": hostRequirements.gpu is refused
+				// docs/design.md "Ingestion": hostRequirements.gpu is refused
 				// whatever its value (it adds --gpus all).
 				// if/then keeps other values accepted (the ingester looks
 				// inside objects only) and satisfies ajv's strictTypes.
@@ -186,6 +186,6 @@ func devcontainerSchema(props []envmanifest.PropertyInfo, reserved []envmanifest
 		"additionalProperties": false,
 	}
 	return root(FileDevcontainer, "devcontainer.json accepted by sandbox-resume",
-		"The devcontainer.json subset sandbox-resume ingests into a "+envmanifest.CoreSchema+" manifest (DESIGN \"Ingestion\"), validated on the JSON after comments and trailing commas are removed. A member the ingester refuses at the top level is refused here at the same pointer: refused classes are `false`, unknown members fail additionalProperties. Duplicate keys, number limits, encoding, size and depth limits, feature identifiers, lockfiles, conflicts and path escapes are checked by the ingester only (README \"Schemas\").",
+		"The devcontainer.json subset sandbox-resume ingests into a "+envmanifest.CoreSchema+" manifest (docs/design.md \"Ingestion\"), validated on the JSON after comments and trailing commas are removed. A member the ingester refuses at the top level is refused here at the same pointer: refused classes are `false`, unknown members fail additionalProperties. Duplicate keys, number limits, encoding, size and depth limits, feature identifiers, lockfiles, conflicts and path escapes are checked by the ingester only (README \"Schemas\").",
 		body, defs), nil
 }

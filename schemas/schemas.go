@@ -1,7 +1,7 @@
 // Package schemas generates the JSON Schemas (Draft 2020-12) of the
 // documents sandbox-resume reads and writes, so the sandbox runtime, custom
-// runtimes and CI jobs can validate them with stock tooling (issue 9; the
-// pattern of seed 003, "Sandbox environment variable contract").
+// runtimes and CI jobs can validate them with stock tooling
+// (docs/design.md "Schemas").
 //
 // The schemas are generated from the Go types (envmanifest.Core,
 // envelope.Signature, snapshot.Ref, resume.Verdict) and from the tables
@@ -145,8 +145,8 @@ const sha256Pattern = "^sha256:[0-9a-f]{64}$"
 // maxSafeInteger is 2^53−1 (RFC 7493 §2.2), the largest size a ref records.
 const maxSafeInteger = 1<<53 - 1
 
-// coreReflector knows the manifest core's constraints (DESIGN
-// "Normalization → manifest core", "Precise rules").
+// coreReflector knows the manifest core's constraints (docs/design.md
+// "Normalization", "Ingestion").
 func coreReflector() *reflector {
 	r := newReflector()
 	r.types[reflect.TypeFor[digest.Digest]()] = func() map[string]any {
@@ -186,11 +186,11 @@ func manifestCoreSchema() map[string]any {
 	r := coreReflector()
 	ref := r.schemaFor(reflect.TypeFor[envmanifest.Core]())
 	return root(FileManifestCore, "sandbox-resume manifest core",
-		"The normalized environment manifest core "+envmanifest.CoreSchema+" (DESIGN \"Normalization → manifest core\"). Sorting, pinned-ness and the address are not expressed here.",
+		"The normalized environment manifest core "+envmanifest.CoreSchema+" (docs/design.md \"Normalization\"). Sorting, pinned-ness and the address are not expressed here.",
 		ref, r.defs)
 }
 
-// signedManifest is the wire shape of a signed manifest file (DESIGN
+// signedManifest is the wire shape of a signed manifest file (docs/design.md
 // "Signed documents").
 type signedManifest struct {
 	Manifest   envmanifest.Core     `json:"manifest"`
@@ -212,7 +212,7 @@ func signedManifestSchema() map[string]any {
 	r.fields["signedManifest.signatures"] = signatures()
 	body := r.structSchema(reflect.TypeFor[signedManifest](), "signedManifest")
 	return root(FileSignedManifest, "sandbox-resume signed manifest",
-		"A signed manifest file (DESIGN \"Signed documents\"): the manifest core under \"manifest\" and its signatures over the core's JCS bytes as parsed.",
+		"A signed manifest file (docs/design.md \"Signed documents\"): the manifest core under \"manifest\" and its signatures over the core's JCS bytes as parsed.",
 		body, r.defs)
 }
 
@@ -311,7 +311,7 @@ func sortedStrings(ss []string) []string {
 	return ss
 }
 
-// refusalClasses lists every envmanifest.Class (DESIGN "Precise rules").
+// refusalClasses lists every envmanifest.Class (docs/design.md "Refusal classes").
 var refusalClasses = []envmanifest.Class{
 	envmanifest.ClassSyntax, envmanifest.ClassEncoding, envmanifest.ClassLimit,
 	envmanifest.ClassNumber, envmanifest.ClassDuplicateKey, envmanifest.ClassExecutesOrWidens,
@@ -406,6 +406,6 @@ func verdictSchema() map[string]any {
 	}
 	body := with(ref, map[string]any{"allOf": rules})
 	return root(FileVerdict, "sandbox-resume resume verdict",
-		"The resume verdict printed by `resume --output json` (DESIGN \"Resume decision\"): exactly one object.",
+		"The resume verdict printed by `resume --output json` (docs/design.md \"Resume decision\"): exactly one object.",
 		body, r.defs)
 }

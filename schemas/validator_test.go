@@ -441,7 +441,7 @@ func ingest(t *testing.T, id string, data []byte, opts envmanifest.Options) docC
 }
 
 // standardize returns the JSON a stock validator sees: one leading UTF-8
-// BOM removed (DESIGN "Precise rules": BOM), then comments and trailing
+// BOM removed (docs/design.md "Reading strictly": BOM), then comments and trailing
 // commas removed by hujson (a newline appended first: JSONC lets a line
 // comment end the file, hujson does not). nil when hujson cannot parse it.
 func standardize(data []byte) []byte {
@@ -574,7 +574,7 @@ func topLevelClass(c envmanifest.Class) bool {
 }
 
 // typeError reports whether the refusal at r.Pointer is about the JSON type
-// of the value there (DESIGN "Normalization": the identity members' types),
+// of the value there (docs/design.md "Normalization": the identity members' types),
 // judged from the standardized document.
 func typeError(std []byte, r envmanifest.Refusal) bool {
 	if r.Class != envmanifest.ClassInvalidValue {

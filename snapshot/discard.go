@@ -20,7 +20,7 @@ type LeaseDeleter interface {
 	DeleteLease(ctx context.Context, id string) error
 }
 
-// Discard ends a run (docs/design.md "Materialize, claim, run lifecycle"): it
+// Discard ends a run (docs/design.md "Materialize"): it
 // deletes the run lease RunLease(run) and the claim lease ClaimLease(run),
 // each synchronously, so the diff, the ref blob and the base content they
 // alone held are collected when it returns. It returns the ids of the

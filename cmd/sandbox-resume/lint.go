@@ -58,7 +58,7 @@ type lintFixOutput struct {
 }
 
 // newLintCmd builds `lint [--lockfile F] [--policy P] [--fix] PATH|-`
-// (docs/design.md "Adoption: lint and pin"): envmanifest.Lint, with the
+// (docs/design.md "Adoption"): envmanifest.Lint, with the
 // image checked through containerd when --address is given or
 // $CONTAINERD_ADDRESS is set.
 func newLintCmd(a *app) *cobra.Command {

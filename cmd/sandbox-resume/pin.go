@@ -26,7 +26,7 @@ type pinOutput struct {
 }
 
 // newPinCmd builds `pin [--lockfile F] [--policy P] [--write] PATH`
-// (docs/design.md "Adoption: lint and pin"): envmanifest.PinFile with the
+// (docs/design.md "Adoption"): envmanifest.PinFile with the
 // image resolved through containerd at --address in --namespace.
 func newPinCmd(a *app) *cobra.Command {
 	var lockfile, policy string

@@ -11,7 +11,7 @@ import (
 
 // TestJSONUsageErrors: under --output json every usage error, wherever
 // cobra detects it, prints exactly one {"error": {"class": "usage", …}}
-// object on stdout and exits 64 (DESIGN "Resume decision": every command
+// object on stdout and exits 64 (docs/design.md "Resume decision": every command
 // under --output json prints exactly one object; "CLI contract": 64).
 func TestJSONUsageErrors(t *testing.T) {
 	for _, args := range [][]string{

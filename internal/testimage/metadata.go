@@ -32,7 +32,8 @@ func (c MetadataCase) Labels() map[string]string {
 	return map[string]string{MetadataLabelKey: c.Label}
 }
 
-// MetadataCases are the labels of issue 18's test images, as the Dev
+// MetadataCases are the labels of the image-metadata test images
+// (docs/design.md "Image metadata"), as the Dev
 // Containers tooling writes them: a fragment with a lifecycle hook, with
 // privileged, with capAdd, with a feature's entrypoint; a benign array
 // (id, customizations, containerEnv); bare objects (older images), one

@@ -1,4 +1,4 @@
-// Package fake holds in-memory implementations of the resume seams (DESIGN
+// Package fake holds in-memory implementations of the resume seams (docs/design.md
 // "Layout"), for unit tests of the decision without a daemon. The
 // conformance suite in resume/facttest runs against them and against
 // runtime/containerd, so both behave alike.

@@ -26,7 +26,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file implements snapshot.Capturer on *Runtime (DESIGN "Suspend").
+// This file implements snapshot.Capturer on *Runtime (docs/design.md "Suspend").
 
 var _ snapshot.Capturer = (*Runtime)(nil)
 

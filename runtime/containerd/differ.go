@@ -27,7 +27,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file is suspend's fast differ (DESIGN "Performance goals", "SnapshotRef"
+// This file is suspend's fast differ (docs/design.md "Performance goals", "SnapshotRef"
 // layers: any differ whose layer, applied over the parent, gives the same
 // tree may produce it). For an active overlayfs snapshot whose directories
 // this process can read (root, on the daemon's host), the layer is computed

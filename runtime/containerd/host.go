@@ -10,7 +10,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Host returns the daemon's identity and facts (DESIGN "SnapshotRef", host):
+// Host returns the daemon's identity and facts (docs/design.md "SnapshotRef", host):
 // ID is the introspection UUID (IDSource "introspection", stored under the
 // daemon's root, so a copied root copies it) or the WithHostIDOverride value
 // (IDSource "override"); ContainerdVersion is the daemon's Version string;

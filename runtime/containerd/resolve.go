@@ -25,7 +25,7 @@ import (
 const maxMetadataSize = 4 << 20
 
 // ResolveImage resolves ref through the image and content stores for the host
-// platform (DESIGN "Resume decision" check 8; resume.Facts.ResolveImage).
+// platform (docs/design.md "Resume decision" check 8; resume.Facts.ResolveImage).
 //
 // ref is normalized with reference.ParseDockerRef ("busybox:1" →
 // "docker.io/library/busybox:1"; images must be stored under normalized
@@ -324,7 +324,7 @@ func readBlob(ctx context.Context, cs content.Provider, desc ocispec.Descriptor)
 // MissingContent returns the digests among the manifest, its config and every
 // layer that are absent from the content store, in manifest order (config,
 // then layers), or nil when all are present (resume.Facts.MissingContent;
-// DESIGN "Resume decision" check 8). An absent manifest is returned alone. It
+// docs/design.md "Resume decision" check 8). An absent manifest is returned alone. It
 // reads images.Check's missing list, never its available flag (which is true
 // with layers missing — measured in notes/derisk.md).
 //

@@ -71,7 +71,7 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 
 // WithHostIDOverride makes Host report id with IDSource "override"
 // (snapshot.IDSourceOverride) instead of the daemon's introspection UUID
-// (DESIGN "Resume decision", host identity: --host-id or
+// (docs/design.md "Resume decision", host identity: --host-id or
 // SANDBOX_RESUME_HOST_ID). An empty id keeps the UUID.
 func WithHostIDOverride(id string) Option { return func(o *options) { o.hostIDOverride = id } }
 

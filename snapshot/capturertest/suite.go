@@ -1,5 +1,5 @@
 // Package capturertest is the conformance suite of snapshot.Capturer
-// (DESIGN "Layout": one suite runs against the in-memory fake and against
+// (docs/design.md "Layout": one suite runs against the in-memory fake and against
 // runtime/containerd). Run it from a test with a factory that returns a
 // fresh Fixture per subtest.
 package capturertest

@@ -526,7 +526,7 @@ func cpuTime(b testing.TB, pid int, daemonOnly ...bool) time.Duration {
 // is a 256 MiB run of 12,160 files (busybox plus a committed snapshot: 160
 // files of 1 MiB, 12,000 of 8 KiB) after 8 MiB changed (8 new files of
 // 1 MiB in the container), and after nothing changed, beside
-// `tar -c | zstd -1 | sha256sum` over the 8 MiB alone (DESIGN "Performance
+// `tar -c | zstd -1 | sha256sum` over the 8 MiB alone (docs/design.md "Performance
 // goals", generation 2: the cost follows the change, not the run). The
 // in-process differ walks the upper directory; the diff service walks both
 // trees. Metrics: <differ>-ms (8 MiB changed), <differ>-empty-ms (nothing

@@ -28,7 +28,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
 
-// These tests move runs between daemons as OCI artifacts (DESIGN "Moving
+// These tests move runs between daemons as OCI artifacts (docs/design.md "Moving
 // runs"): archives (export/import), a registry on 127.0.0.1 (push/pull),
 // the interop commands, and hostile archives.
 

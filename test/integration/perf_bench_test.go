@@ -45,7 +45,7 @@ func perfSizes(b *testing.B) [][2]int {
 
 // BenchmarkMoveLifecycle times a run's whole life through the CLI, each
 // step beside its baseline on the same bytes, in rotating order
-// (DESIGN "Performance goals"; bench/run.sh reads the rows):
+// (docs/design.md "Performance goals"; bench/run.sh reads the rows):
 //
 //	suspend      `suspend` of a running task     tar -c | zstd -1 | sha256sum of the upper dir
 //	export       `export --ref --out run.tar`    tar -cf files.tar of the upper dir && sync files.tar

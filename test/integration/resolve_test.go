@@ -266,7 +266,7 @@ func TestConnectToStoppedDaemon(t *testing.T) {
 }
 
 // BenchmarkResolveAndPresence measures ResolveImage + MissingContent of the
-// busybox index against a warm daemon (DESIGN "Performance goals": the
+// busybox index against a warm daemon (docs/design.md "Performance goals": the
 // resume decision p50 ≤ 2 ms; this part's goal p50 ≤ 1 ms). It reports the
 // p50 and p90 per iteration.
 func BenchmarkResolveAndPresence(b *testing.B) {

@@ -454,7 +454,7 @@ func TestResumeBitFlips(t *testing.T) {
 }
 
 // BenchmarkDecideWarmDaemon is the in-process decision (all ten checks,
-// accepted) against a warm daemon; DESIGN goal p50 ≤ 2 ms.
+// accepted) against a warm daemon; goal p50 ≤ 2 ms (docs/design.md "Performance goals").
 func BenchmarkDecideWarmDaemon(b *testing.B) {
 	d := harness.Start(b, "rbench")
 	s := suspend(b, d, suspendedConfig)
@@ -479,7 +479,7 @@ func BenchmarkDecideWarmDaemon(b *testing.B) {
 }
 
 // reportPercentiles reports the p50 and p90 of per-iteration latencies in
-// milliseconds (the DESIGN goals are stated as p50).
+// milliseconds (the goals of docs/design.md "Performance goals" are stated as p50).
 func reportPercentiles(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
@@ -487,8 +487,8 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 }
 
 // BenchmarkResumeCheckProcess is the `resume --check` process (start,
-// connect, ten checks, text output) against a warm daemon; DESIGN goal
-// ≤ 15 ms per run.
+// connect, ten checks, text output) against a warm daemon; goal ≤ 15 ms
+// per run (docs/design.md "Performance goals").
 func BenchmarkResumeCheckProcess(b *testing.B) {
 	d := harness.Start(b, "rbproc")
 	s := suspend(b, d, suspendedConfig)

@@ -28,7 +28,7 @@ import (
 // container with 64 MiB and 256 MiB of changed files against
 // `tar -c | zstd -1 | sha256sum` over the same files (the container
 // snapshot's overlayfs upper directory), timed in the same iteration in
-// alternating order (DESIGN "Performance goals": suspend ≤ 1.25× the
+// alternating order (docs/design.md "Performance goals": suspend ≤ 1.25× the
 // pipeline). Half of the bytes are pseudo-random (incompressible), half
 // generated text; three quarters of the volume is in 1 MiB files, a quarter
 // in 16 KiB files. Every iteration starts with a running task (suspend

@@ -28,7 +28,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
 
-// The fault trials of DESIGN "Suspend" (issue 5, item 5): the suspend
+// The fault trials of docs/design.md "Suspend" (issue 5, item 5): the suspend
 // process is SIGKILLed between its steps, what it left is read back from the
 // daemon (run lease, the blobs the lease holds, task status, container
 // labels) and the file system (the --out path), and a rerun with the same

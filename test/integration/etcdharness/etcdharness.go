@@ -1,5 +1,5 @@
 // Package etcdharness starts real etcd clusters for the fleet-ledger tests
-// (DESIGN "Build and test environment"; docs/design.md "The run ledger").
+// (docs/design.md "Build and test environment"; docs/design.md "The run ledger").
 //
 // Start runs a cluster of etcd members (3 by default) from <repo>/bin/etcd,
 // the v3.6 server that `make deps` builds from hack/tools/etcd (never

@@ -1,6 +1,6 @@
 // Package etcdledger tests ledger/etcd against real 3-member etcd clusters
-// started by test/integration/etcdharness (docs/design.md "The run ledger";
-// issue 17): the conformance suite, failing closed, TLS, lost claims,
+// started by test/integration/etcdharness (docs/design.md "The run ledger",
+// "Operating a fleet"): the conformance suite, failing closed, TLS, lost claims,
 // linearizability and the claim → Live benchmark. Under -short, or without
 // bin/etcd (outside CI=true), the tests skip.
 package etcdledger

@@ -1,5 +1,5 @@
 // Package harness starts real containerd daemons for integration tests
-// (DESIGN "Build and test environment"; notes/resume-anchors.md §3).
+// (docs/design.md "Build and test environment"; notes/resume-anchors.md §3).
 //
 // Each Daemon runs the containerd binary from <repo>/bin at the version of
 // github.com/containerd/containerd/v2 this test binary was built with
