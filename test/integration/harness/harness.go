@@ -409,8 +409,15 @@ func (d *Daemon) removeContainers(t testing.TB) {
 	}
 	d.mu.Unlock()
 	for _, ns := range nss {
-		ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ns), 10*time.Second)
+		ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ns), 30*time.Second)
+		// A loaded machine can make the first dial after a long test time
+		// out (the client's connection went idle): try again within the
+		// deadline before calling it a failure.
 		cs, err := d.Client.Containers(ctx)
+		for i := 0; err != nil && ctx.Err() == nil && i < 5; i++ {
+			time.Sleep(time.Second)
+			cs, err = d.Client.Containers(ctx)
+		}
 		if err != nil {
 			t.Errorf("harness: daemon %s: list containers in %s: %v", d.Name, ns, err)
 		}
