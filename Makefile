@@ -15,8 +15,11 @@ help: ## list the targets
 deps: ## install what is missing (apt packages as root; the containerd binaries of go.mod's version and etcd v3.6 (hack/tools/etcd) into bin/; ajv into .tools/)
 	@./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
 
-build: ## build bin/sandbox-resume
-	$(GO) build -o bin/sandbox-resume ./cmd/sandbox-resume
+# The release --version names: the nearest tag, else the commit (and -dirty).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
+build: ## build bin/sandbox-resume (stamped with VERSION)
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sandbox-resume ./cmd/sandbox-resume
 
 test: deps build ## all tests, with -race: unit and integration (integration needs root; under CI=true nothing skips)
 	$(GO) vet ./...
