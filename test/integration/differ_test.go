@@ -598,8 +598,7 @@ func BenchmarkDifferGeneration2(b *testing.B) {
 	rts := map[string]*ctrd.Runtime{"in-process": auto, "service": d.Connect(b, "", ctrd.WithDiffer(ctrd.DifferService))}
 	times := map[string][]time.Duration{}
 	n := 0
-	var diff func(name string)
-	diff = func(name string) {
+	diff := func(name string) {
 		n++
 		lease := snapshot.RunLease(fmt.Sprintf("gen2-%d", n))
 		rt := rts[strings.TrimSuffix(name, "-empty")]
