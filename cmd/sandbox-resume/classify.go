@@ -27,7 +27,6 @@ var sentinelClasses = []struct {
 	{suspend.ErrMismatch, exitcode.ClassManifestMismatch},
 	{snapshot.ErrImageUnresolved, exitcode.ClassImageUnresolved},
 	{suspend.ErrContainerNotFound, exitcode.ClassBadInput},
-	{snapshot.ErrRunNotFound, exitcode.ClassBadInput},
 	{suspend.ErrRunConflict, exitcode.ClassClaimConflict},
 	{suspend.ErrAlreadySuspended, exitcode.ClassClaimConflict},
 	{suspend.ErrRunMismatch, exitcode.ClassBadInput},

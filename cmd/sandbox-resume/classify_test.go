@@ -39,7 +39,6 @@ func TestClassify(t *testing.T) {
 		{"mismatch", wrap(suspend.ErrMismatch), exitcode.ClassManifestMismatch, 3},
 		{"image unresolved", wrap(snapshot.ErrImageUnresolved), exitcode.ClassImageUnresolved, 5},
 		{"no container", wrap(suspend.ErrContainerNotFound), exitcode.ClassBadInput, 2},
-		{"no run", wrap(snapshot.ErrRunNotFound), exitcode.ClassBadInput, 2},
 		{"run taken", wrap(suspend.ErrRunConflict), exitcode.ClassClaimConflict, 8},
 		{"already suspended", wrap(suspend.ErrAlreadySuspended), exitcode.ClassClaimConflict, 8},
 		{"policy other than the run's", wrap(suspend.ErrPolicyMismatch), exitcode.ClassBadInput, 2},

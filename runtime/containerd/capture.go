@@ -363,7 +363,7 @@ func (r *Runtime) SetContainerLabels(ctx context.Context, id string, labels map[
 	return nil
 }
 
-// DeleteLease implements snapshot.LeaseDeleter: the lease is deleted with
+// DeleteLease implements resume.RunHost's lease deletion: the lease is deleted with
 // leases.SynchronousDelete, so the garbage collection it triggers has run
 // when it returns. An absent lease wraps errdefs.ErrNotFound.
 func (r *Runtime) DeleteLease(ctx context.Context, id string) error {
@@ -387,5 +387,3 @@ func (r *Runtime) LeaseHolds(ctx context.Context, lease string, d digest.Digest)
 	}
 	return false, nil
 }
-
-var _ snapshot.LeaseDeleter = (*Runtime)(nil)

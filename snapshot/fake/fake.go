@@ -757,5 +757,3 @@ func (f *Capturer) DeleteImage(name string) {
 }
 
 var _ snapshot.Capturer = (*Capturer)(nil)
-
-var _ snapshot.LeaseDeleter = (*Capturer)(nil)
