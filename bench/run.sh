@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh — the performance report (issue 10): measures the whole tool
-# beside its anchors in one run and writes docs/PERFORMANCE.md and the
+# beside its anchors in one run and writes docs/performance.md and the
 # plots docs/perf-*.png. Run by `make bench`; not part of CI's pass/fail.
 #
 #   bench/run.sh                    # ≈ 15 minutes on 2 cores, 1 GiB runs included
@@ -410,8 +410,8 @@ for s in ${BENCH_ONLY:-1 2 3 4}; do "section$s"; done
 load_end=$(load)
 elapsed=$(($(date +%s) - t_start))
 
-out=docs/PERFORMANCE.md
-tmp=$(mktemp docs/.PERFORMANCE.md.XXXXXX)
+out=docs/performance.md
+tmp=$(mktemp docs/.performance.md.XXXXXX)
 {
   echo "# Performance"
   echo
