@@ -32,9 +32,8 @@ unit: build ## unit tests only (no daemon), with -race
 integration: deps build ## integration tests against real containerd daemons started by the harness (they build the CLI with -tags faultpoint)
 	$(GO) test -race -count=1 -timeout 30m -v ./test/integration/...
 
-bench: build ## performance report: bench/run.sh writes docs/performance.md and docs/perf-*.png (≈ 15 min, root for the containerd parts; BENCH_LARGE=0 skips the 1 GiB runs; not part of CI's pass/fail)
+bench: build ## performance report in one run: bench/run.sh writes docs/performance.md (a summary row per design goal) and docs/perf-*.png (≈ 20 min, root for the containerd parts; BENCH_LARGE=0 skips the 1 GiB runs; not part of CI's pass/fail)
 	./bench/run.sh
-	./bench/manifest.sh
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	./hack/fuzz.sh $(FUZZTIME)
