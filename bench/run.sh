@@ -494,12 +494,13 @@ section4() {
     for op in suspend suspend-base materialize materialize-base; do
       awk -F'\t' -v o="$op" '$2==o {split($3, a, " "); print $1, a[2], a[3], a[4]}' "$W/chain-agg.tsv" | sort -n >"$W/c-$op.dat"
     done
-    gnuplot -e "$common; set output '$P/perf-generations.png'; set key top left box; set yrange [0:*]; set xrange [0.5:*];
+    local gmax; gmax=$(awk -F'\t' '{print $1}' "$W/chain-agg.tsv" | sort -n | tail -1)
+    gnuplot -e "$common; set output '$P/perf-generations.png'; set key top left box; set yrange [0:*]; set xrange [0.5:$gmax.5]; set xtics 1;
       set title 'suspend vs generation count: the same 8 MiB changed before each suspend (median; bars: min–max)';
       set xlabel 'generation (1: the runtime container; later: an incarnation resumed from the previous one)'; set ylabel 'ms';
       plot '$W/c-suspend.dat' u 1:2:3:4 w yerrorlines lw 2 lc 1 pt 7 t 'suspend',
            '$W/c-suspend-base.dat' u 1:2:3:4 w yerrorlines lw 1 lc 1 dt 2 pt 6 t 'tar -c | zstd -1 | sha256sum of the 8 MiB'"
-    gnuplot -e "$common; set output '$P/perf-layers.png'; set key top left box; set yrange [0:*]; set xrange [0.5:*];
+    gnuplot -e "$common; set output '$P/perf-layers.png'; set key top left box; set yrange [0:*]; set xrange [0.5:$gmax.5]; set xtics 1;
       set title 'materialize (resume, no --start) vs layer count: 8 MiB of changes per layer (median; bars: min–max)';
       set xlabel 'layers of the ref (one per generation)'; set ylabel 'ms';
       plot '$W/c-materialize.dat' u 1:2:3:4 w yerrorlines lw 2 lc 4 pt 13 t 'resume (materialize)',
@@ -570,7 +571,7 @@ section4() {
       echo
       echo "    SR_BENCH_OUT=rows.tsv go test -run '^\$' -bench BenchmarkGenerationChain -benchtime ${CHAIN_RUNS:-2}x ./test/integration"
       echo
-      echo "$(awk -F'\t' '$2=="suspend" && $1==1 {split($3, a, " "); print a[1]}' "$W/chain-agg.tsv") chains of one run each through $gmax generations (\`snapshot.MaxLayers\`: the last one not flattened), all through the CLI: before every suspend the same 8 MiB changes (256 files of 16 KiB rewritten, 256 new); generation 1 suspends the runtime's container, every later one an incarnation \`resume\`d from the previous ref, so the ref of generation g has g layers. Each suspend is timed after its baseline (\`tar -c | zstd -1 | sha256sum\` of the upper directory: the 8 MiB; the suspend deletes an incarnation's upper directory), each resume (no --start: claim, verify the diffs, create the container) beside \`zstd -d | tar -x\` of the same g layers into one directory, in alternating order; sync before every timing. Medians (min – max) over the chains:"
+      echo "$(awk -F'\t' '$2=="suspend" && $1==1 {split($3, a, " "); print a[1]}' "$W/chain-agg.tsv") chain(s) of one run each through $gmax generations$( ((gmax == 16)) && echo " (\`snapshot.MaxLayers\`: the last one not flattened)"), all through the CLI: before every suspend the same 8 MiB changes (256 files of 16 KiB rewritten, 256 new); generation 1 suspends the runtime's container, every later one an incarnation \`resume\`d from the previous ref, so the ref of generation g has g layers. Each suspend is timed after its baseline (\`tar -c | zstd -1 | sha256sum\` of the upper directory: the 8 MiB; the suspend deletes an incarnation's upper directory), each resume (no --start: claim, verify the diffs, create the container) beside \`zstd -d | tar -x\` of the same g layers into one directory, in alternating order; sync before every timing. Medians (min – max) over the chains:"
       echo
       echo "| generation = layers | suspend ms | its baseline ms | ratio | resume (materialize) ms | its baseline ms | ratio |"
       echo "|---|---|---|---|---|---|---|"
@@ -731,6 +732,7 @@ tmp=$(mktemp "$outdir/.performance.md.XXXXXX")
   local_title 5 "The run ledger"
   cat "$W/s5.md" 2>/dev/null || echo "(not run: BENCH_ONLY=${BENCH_ONLY:-})"
 } >"$tmp"
+chmod 644 "$tmp"
 sync "$tmp"
 # The plots first, then the report that names them: each by rename.
 for f in "$P"/*.png; do
