@@ -484,7 +484,7 @@ section4() {
   if is_root; then
     log "   generation chain (load $(load))"
     : >"$W/chain.tsv"
-    SR_BENCH_OUT=$W/chain.tsv gobench "$W/go-chain.log" -run '^$' -bench BenchmarkGenerationChain -benchtime "${CHAIN_RUNS:-2}x" -timeout 30m ./test/integration
+    SR_BENCH_OUT=$W/chain.tsv SR_BENCH_CHAINS=${CHAIN_RUNS:-2} gobench "$W/go-chain.log" -run '^$' -bench BenchmarkGenerationChain -benchtime 1x -timeout 30m ./test/integration
     awk -F'\t' '{ k = $1 "\t" $2; v[k] = v[k] " " $4 } END { for (k in v) print k "\t" substr(v[k], 2) }' "$W/chain.tsv" |
       while IFS=$'\t' read -r g op vals; do
         printf '%s\t%s\t%s\n' "$g" "$op" "$(tr ' ' '\n' <<<"$vals" | stats)"
@@ -569,7 +569,7 @@ section4() {
       gmax=$(awk -F'\t' '{print $1}' "$W/chain-agg.tsv" | sort -n | tail -1)
       echo "### Suspend vs generation count, materialize vs layer count"
       echo
-      echo "    SR_BENCH_OUT=rows.tsv go test -run '^\$' -bench BenchmarkGenerationChain -benchtime ${CHAIN_RUNS:-2}x ./test/integration"
+      echo "    SR_BENCH_OUT=rows.tsv SR_BENCH_CHAINS=${CHAIN_RUNS:-2} go test -run '^\$' -bench BenchmarkGenerationChain -benchtime 1x ./test/integration"
       echo
       echo "$(awk -F'\t' '$2=="suspend" && $1==1 {split($3, a, " "); print a[1]}' "$W/chain-agg.tsv") chain(s) of one run each through $gmax generations$( ((gmax == 16)) && echo " (\`snapshot.MaxLayers\`: the last one not flattened)"), all through the CLI: before every suspend the same 8 MiB changes (256 files of 16 KiB rewritten, 256 new); generation 1 suspends the runtime's container, every later one an incarnation \`resume\`d from the previous ref, so the ref of generation g has g layers. Each suspend is timed after its baseline (\`tar -c | zstd -1 | sha256sum\` of the upper directory: the 8 MiB; the suspend deletes an incarnation's upper directory), each resume (no --start: claim, verify the diffs, create the container) beside \`zstd -d | tar -x\` of the same g layers into one directory, in alternating order; sync before every timing. Medians (min – max) over the chains:"
       echo

@@ -19,6 +19,11 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
 
+// chainsRun numbers BenchmarkGenerationChain's chains across the calls go
+// test makes of it (b.N = 1, then the -benchtime count): the rows of
+// SR_BENCH_OUT name each chain once.
+var chainsRun int
+
 // chainChangedBytes is what changes before every suspend of
 // BenchmarkGenerationChain: 8 MiB of 16 KiB files, half of them rewriting
 // the same 256 files every generation, half new files.
@@ -46,7 +51,9 @@ const chainChangedBytes = 8 << 20
 // rotates with the generation (suspend: its baseline first, since the
 // suspend deletes an incarnation's upper directory), with sync before
 // every timing. One b.N
-// iteration is one chain (a new run); use -benchtime 2x or more.
+// iteration runs SR_BENCH_CHAINS chains (default 1), each a new run;
+// use -benchtime 1x (go test runs a benchmark with b.N = 1 before any
+// larger -benchtime Nx, so Nx would time 1 + N iterations).
 //
 // With SR_BENCH_OUT set, every timing is appended to that file as a
 // tab-separated row "generation op chain ms" (op: suspend, suspend-base,
@@ -54,7 +61,14 @@ const chainChangedBytes = 8 << 20
 // layer count). It reports the medians of the first and last generation
 // as metrics; nothing is asserted about time.
 func BenchmarkGenerationChain(b *testing.B) {
-	gens := snapshot.MaxLayers
+	gens, chains := snapshot.MaxLayers, 1
+	if s := os.Getenv("SR_BENCH_CHAINS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("SR_BENCH_CHAINS=%q: want a count ≥ 1", s)
+		}
+		chains = n
+	}
 	if s := os.Getenv("SR_BENCH_GENERATIONS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > snapshot.MaxLayers {
@@ -108,8 +122,10 @@ func BenchmarkGenerationChain(b *testing.B) {
 	dir := b.TempDir()
 	cli(b) // built before the first timing
 	b.ResetTimer()
-	for chain := range b.N {
+	for range b.N * chains {
 		b.StopTimer()
+		chain := chainsRun
+		chainsRun++
 		run := fmt.Sprintf("bench-chain-%d-%d", chain, time.Now().UnixNano())
 		layerDir := filepath.Join(dir, run)
 		if err := os.MkdirAll(layerDir, 0o755); err != nil {
