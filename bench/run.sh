@@ -44,7 +44,7 @@
 # and renamed into place only when every section has run.
 # Installs what is missing: gnuplot-nox, time (apt), @devcontainers/cli
 # (npm, into .tools/devcontainers), benchstat (go install, into .tools/bin).
-set -euo pipefail
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 export PATH=/usr/local/go/bin:$root/bin:$root/.tools/bin:$PATH
@@ -78,7 +78,7 @@ gobench() {
   shift
   if ! go test "$@" >"$out" 2>&1; then
     tail -40 "$out" >&2
-    echo "bench/run.sh: go test $* failed (whole log above, last 40 lines)" >&2
+    echo "bench/run.sh: go test $* failed (the last 40 lines of its log above)" >&2
     return 1
   fi
 }
