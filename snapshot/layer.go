@@ -46,10 +46,11 @@ const (
 	zstdSkippableMask  = 0xfffffff0
 )
 
-// VerifyDiff is the one layer verifier of sandbox-resume (docs/design.md
-// "Moving runs", "Materialize"): the real runtime, migration and every fake
-// call it. It streams blob once and checks it against d, taken from a
-// verified ref:
+// VerifyDiff is the full layer verifier of sandbox-resume (docs/design.md
+// "Moving runs", "Materialize"): migration (import, pull) and every fake
+// call it; materialize on containerd calls VerifyLayerBlob instead and
+// leaves the diffID to the daemon's apply. It streams blob once and checks
+// it against d, taken from a verified ref:
 //
 //   - the store's size of the blob is d.Size (checked before reading);
 //   - its decompression — gzip, zstd or none, chosen by the blob's magic

@@ -18,6 +18,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	containerstore "github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
@@ -271,7 +272,11 @@ func TestMaterializeStart(t *testing.T) {
 }
 
 // TestMaterializeWrongDiffID: a ref whose diffID is wrong (re-signed by
-// the same key) is 7 and no container is created; the claim is released.
+// the same key) while its blob is intact — the blob's bytes match its
+// digest but decompress to other bytes than the recorded diffID — is 7
+// and nothing is created: containerd's apply computes the diffID while it
+// extracts and the extraction snapshot is removed before it is committed;
+// no container, no snapshot, the claim is released.
 func TestMaterializeWrongDiffID(t *testing.T) {
 	d := harness.Start(t, "matbad")
 	s := suspendRun(t, d, "bad-1")
@@ -279,14 +284,7 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envelope.LoadTrust(s.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := snapshot.OpenRef(file, trust)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := s.openRef(t, file)
 	ref.Layers[0].DiffID = digest.FromString("not the diff")
 	k, err := envelope.LoadPrivateKey(s.key)
 	if err != nil {
@@ -310,21 +308,88 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	before := containers(t, d)
+	wantMaterializeRefused(t, s, ref.Layers[0].DiffID.String())
+}
+
+// TestMaterializeTamperedBlob: the stored layer blob changed on disk (one
+// byte of the file in the daemon's content store, same size) is 7 before
+// anything is applied: the blob's digest is checked first (naming the
+// recorded digest), no container, no snapshot, the claim is released.
+func TestMaterializeTamperedBlob(t *testing.T) {
+	d := harness.Start(t, "mattamper")
+	s := suspendRun(t, d, "tamper-1")
+	file, err := os.ReadFile(s.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := s.openRef(t, file)
+	p := filepath.Join(d.Root, "io.containerd.content.v1.content", "blobs", "sha256", ref.Layers[0].Digest.Encoded())
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01
+	if err := os.WriteFile(p, b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	wantMaterializeRefused(t, s, "has digest")
+}
+
+// openRef opens a ref file of the run with its trust.
+func (s *suspendedRun) openRef(t *testing.T, file []byte) *snapshot.Ref {
+	t.Helper()
+	trust, err := envelope.LoadTrust(s.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := snapshot.OpenRef(file, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// wantMaterializeRefused resumes s and wants 7 (snapshot-missing) with
+// detail naming want and the released claim, no container and no snapshot
+// added, and the record suspended with no holder.
+func wantMaterializeRefused(t *testing.T, s *suspendedRun, want string) {
+	t.Helper()
+	d := s.d
+	before, beforeSnaps := containers(t, d), snapshotNames(t, d)
 	code, v := resumeCLI(t, s)
 	if code != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" {
 		t.Fatalf("exit %d class %s container %q: %s", code, v.Class, v.Container, failDetail(v))
 	}
-	if !strings.Contains(failDetail(v), ref.Layers[0].DiffID.String()) || !strings.Contains(failDetail(v), "released") {
-		t.Errorf("detail %q does not name the recorded diffID and the released claim", failDetail(v))
+	if !strings.Contains(failDetail(v), want) || !strings.Contains(failDetail(v), "released") {
+		t.Errorf("detail %q does not name %q and the released claim", failDetail(v), want)
 	}
 	if after := containers(t, d); len(after) != len(before) {
 		t.Errorf("containers %v → %v", before, after)
+	}
+	for name := range snapshotNames(t, d) {
+		if !beforeSnaps[name] {
+			t.Errorf("snapshot %s left behind (before: %v)", name, beforeSnaps)
+		}
 	}
 	rec, err := daemonLedger(t, d, "").Get(d.Context(t), s.run)
 	if err != nil || rec.State != ledger.StateSuspended || rec.Holder != nil {
 		t.Errorf("record after a failed materialization: %v, %v; want suspended (the claim released)", rec, err)
 	}
+}
+
+// snapshotNames is the set of the daemon's overlayfs snapshots in its
+// namespace, committed and active.
+func snapshotNames(t *testing.T, d *harness.Daemon) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := d.Client.SnapshotService("overlayfs").Walk(d.Context(t), func(_ context.Context, i snapshots.Info) error {
+		out[i.Name] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestMaterializeConcurrent: rounds of two concurrent resume processes of
