@@ -542,3 +542,91 @@ func TestMaterializerConformance(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkMaterializeCPU times `resume` (no --check) of one suspended run
+// of SR_BENCH_MIB MiB (default 256; writeChanges' mix) on one warm daemon:
+// wall time, the CLI's CPU (user + system, its rusage) and the daemon's
+// CPU (/proc/<pid>/stat) per resume, medians as metrics. With
+// SR_BENCH_PREV_CLI naming another sandbox-resume binary, it resumes the
+// same run alternately with that binary (metrics with -prev), so a before
+// and after share the load. Before each resume the run is made resumable
+// again, untimed (resumeAgain: the layer is applied every time).
+// SR_BENCH_RUNS (default 6) resumes per binary.
+func BenchmarkMaterializeCPU(b *testing.B) {
+	mib, runs := int64(256), 6
+	if v := os.Getenv("SR_BENCH_MIB"); v != "" {
+		fmt.Sscan(v, &mib)
+	}
+	if v := os.Getenv("SR_BENCH_RUNS"); v != "" {
+		fmt.Sscan(v, &runs)
+	}
+	d := harness.Start(b, "benchmat")
+	im := harness.ImportBusybox(b, d, "busybox:1")
+	ctx := d.Context(b)
+	img, err := d.Client.GetImage(ctx, im.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := img.Unpack(ctx, "overlayfs"); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "devcontainer.json")
+	if err := os.WriteFile(cfg, []byte(`{"image": "busybox:1@`+im.Index.String()+`", "name": "bench"}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	pub, key, err := envelope.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cid := runningContainer(b, d, im.Name, "matcpu")
+	writeChanges(b, filepath.Join(upperDir(b, ctx, d, cid), "bench"), mib<<20)
+	syscall.Sync()
+	run, refPath := "matcpu-run", filepath.Join(dir, "ref.json")
+	bins := map[string]string{"": cli(b)}
+	if p := os.Getenv("SR_BENCH_PREV_CLI"); p != "" {
+		bins["-prev"] = p
+	}
+	exec1 := func(bin string, args ...string) time.Duration {
+		b.Helper()
+		args = append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)
+		cmd := exec.Command(bin, args...)
+		cmd.Env = cliEnv(args)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s %s: %v: %s", bin, strings.Join(args, " "), err, out.String())
+		}
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	exec1(cli(b), "suspend", "--container", cid, "--config", cfg, "--key", key, "--run", run, "--out", refPath)
+	pid := daemonPID(b, d)
+	names := []string{""}
+	if bins["-prev"] != "" {
+		names = append(names, "-prev")
+	}
+	wall, cliCPU, daemonCPU := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
+	b.ResetTimer()
+	for range b.N {
+		for i := range runs {
+			for k := range names {
+				n := names[(i+k)%len(names)]
+				resumeAgain(b, d, "matcpu-g", run)
+				syscall.Sync()
+				d0 := cpuTime(b, pid, true)
+				start := time.Now()
+				c := exec1(bins[n], "resume", "--ref", refPath, "--config", cfg, "--trust", pub, "--container", "matcpu-g")
+				wall[n] = append(wall[n], time.Since(start))
+				daemonCPU[n] = append(daemonCPU[n], cpuTime(b, pid, true)-d0)
+				cliCPU[n] = append(cliCPU[n], c)
+			}
+		}
+	}
+	b.StopTimer()
+	for _, n := range names {
+		b.ReportMetric(float64(median(wall[n]).Milliseconds()), "wall"+n+"-ms")
+		b.ReportMetric(float64(median(cliCPU[n]).Milliseconds()), "cli-cpu"+n+"-ms")
+		b.ReportMetric(float64(median(daemonCPU[n]).Milliseconds()), "daemon-cpu"+n+"-ms")
+		b.Logf("%s: wall %v cli CPU %v daemon CPU %v", "ours"+n, wall[n], cliCPU[n], daemonCPU[n])
+	}
+}
