@@ -87,11 +87,16 @@ type Materializer interface {
 	// error.
 	StoreRef(ctx context.Context, run string, ref []byte) error
 
-	// CheckDiff reads a stored layer blob of the ref with snapshot.VerifyDiff,
-	// the one layer verifier (size, digest, and a decompression bounded by
-	// d.UncompressedSize with sha256 d.DiffID). A mismatch wraps
-	// snapshot.ErrDiffCorrupt and names both digests; an absent blob wraps
-	// errdefs.ErrNotFound.
+	// CheckDiff checks a stored layer blob of the ref before anything is
+	// applied: at least that it is stored with size d.Size and digest
+	// d.Digest (snapshot.VerifyLayerBlob, no decompression). The diffID
+	// d.DiffID must be checked by CheckDiff or by CreateContainer's apply
+	// before anything is committed: a Materializer whose apply does not
+	// compute it (resume/fake) checks it here with snapshot.VerifyDiff
+	// (decompression bounded by d.UncompressedSize); runtime/containerd
+	// leaves it to the daemon's apply (docs/design.md "Materialize"). A
+	// mismatch wraps snapshot.ErrDiffCorrupt and names the digest; an absent
+	// blob wraps errdefs.ErrNotFound.
 	CheckDiff(ctx context.Context, d snapshot.Layer) error
 
 	// CreateContainer applies the base layers and spec.Layers (containerd:
@@ -102,8 +107,11 @@ type Materializer interface {
 	// spec.Runtime (its options Any with the recorded type URL and bytes)
 	// and the labels spec.Labels(). On error no container spec.ID was
 	// created by this call. An existing container id is
-	// errdefs.ErrAlreadyExists; a failed diffID check while applying wraps
-	// snapshot.ErrDiffCorrupt; missing base content errdefs.ErrNotFound.
+	// errdefs.ErrAlreadyExists; a layer whose extraction computes another
+	// diffID than the recorded one wraps snapshot.ErrDiffCorrupt, and then
+	// nothing was committed under the recorded chain (an existing chain
+	// snapshot is used as it is: it was committed by such a checked apply);
+	// missing base content errdefs.ErrNotFound.
 	CreateContainer(ctx context.Context, spec ContainerSpec) error
 
 	// DeleteContainer deletes container id with its task (killed first)
@@ -190,8 +198,9 @@ func NotApplied(core *envmanifest.Core) []string {
 // holder the claim replaced (a gone resumer's, or with Request.TakeOver a
 // live holder's, when it is on this host and namespace), and stores the
 // ref file's bytes under the run lease (m.StoreRef). Then it materializes:
-// every layer is verified (m.CheckDiff: a mismatch or an absent blob is
-// snapshot-missing, 7), the container is created (m.CreateContainer) from
+// every layer blob is checked (m.CheckDiff: a mismatch or an absent blob is
+// snapshot-missing, 7), the container is created (m.CreateContainer: a
+// diffID the apply refuses is 7 too, nothing created) from
 // the spec check 10 let through — the offered --spec, else the recorded
 // spec (for a `/1` ref, the built one) — edited by PatchSpec (root.path,
 // linux.cgroupsPath for the new id in the recorded format,
@@ -225,7 +234,7 @@ func NotApplied(core *envmanifest.Core) []string {
 //
 //	resume-judged      the claim check passed, the Claim transition not yet run
 //	resume-claimed     the record is resuming with this process as holder, no container
-//	resume-diffchecked the rootfs diff is verified, nothing applied
+//	resume-diffchecked every layer blob is checked (m.CheckDiff), nothing applied
 //	resume-applied     (rt) base layers and diff applied, no snapshot spec.ID
 //	resume-prepared    (rt) snapshot spec.ID prepared, no container
 //	resume-created     the container exists, the record still resuming
@@ -338,8 +347,9 @@ func (s *state) live(ctx context.Context) error {
 	return lost(fmt.Errorf("run ledger: live of run %q (fence %d): %w; the record read back is %s", cc.run, cc.fence, err, rec))
 }
 
-// materialize verifies the diff and creates the container. class is the
-// verdict class of err.
+// materialize checks the layer blobs and creates the container (whose
+// apply checks the diffIDs, m.CheckDiff's doc). class is the verdict class
+// of err.
 func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detail string, class Class, err error) {
 	var size, uncompressed int64
 	for i, l := range spec.Layers {

@@ -19,10 +19,13 @@
 //
 // # Layers
 //
-// VerifyDiff is the one layer verifier: every reader of a stored rootfs
-// diff — materialize, import, pull, and every fake — checks the blob's
-// size and digest and its decompression, bounded by the recorded
-// uncompressed size, against the diffID with it.
+// VerifyDiff is the one full layer verifier: every reader of a stored
+// rootfs diff that applies nothing — import, pull, and every fake — checks
+// the blob's size and digest and its decompression, bounded by the
+// recorded uncompressed size, against the diffID with it. Materialize on
+// containerd checks only size and digest (VerifyLayerBlob) before the
+// daemon's apply, which computes the diffID as it extracts and commits
+// nothing under another (docs/design.md "Materialize").
 //
 // # Seams
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -45,10 +46,11 @@ const (
 	zstdSkippableMask  = 0xfffffff0
 )
 
-// VerifyDiff is the one layer verifier of sandbox-resume (docs/design.md
-// "Moving runs", "Materialize"): the real runtime, migration and every fake
-// call it. It streams blob once and checks it against d, taken from a
-// verified ref:
+// VerifyDiff is the full layer verifier of sandbox-resume (docs/design.md
+// "Moving runs", "Materialize"): migration (import, pull) and every fake
+// call it; materialize on containerd calls VerifyLayerBlob instead and
+// leaves the diffID to the daemon's apply. It streams blob once and checks
+// it against d, taken from a verified ref:
 //
 //   - the store's size of the blob is d.Size (checked before reading);
 //   - its decompression — gzip, zstd or none, chosen by the blob's magic
@@ -68,7 +70,8 @@ func VerifyDiff(blob Blob, d Layer) error {
 	}
 	src := &readErrors{r: io.NewSectionReader(blob, 0, d.Size)}
 	blobHash := digest.SHA256.Digester()
-	rd := bufio.NewReaderSize(io.TeeReader(src, blobHash.Hash()), verifyBufferSize)
+	rd := readBuffer(io.TeeReader(src, blobHash.Hash()))
+	defer putReadBuffer(rd)
 	dr, closeDR, err := decompress(rd)
 	if err != nil {
 		if src.err != nil {
@@ -103,6 +106,29 @@ func VerifyDiff(blob Blob, d Layer) error {
 	return nil
 }
 
+// VerifyLayerBlob is the check of a stored layer blob that decompresses
+// nothing (docs/design.md "Materialize"): the store's size of blob is
+// d.Size (checked before reading), and every byte of it, read once, has
+// the sha256 d.Digest. It leaves the diffID and uncompressedSize to the
+// one who decompresses: resume calls it before containerd's apply, which
+// checks the diffID of what it extracts before it commits. A mismatch is
+// an error wrapping ErrDiffCorrupt that names the digest; an error reading
+// blob is returned as it is, wrapped with the digest.
+func VerifyLayerBlob(blob Blob, d Layer) error {
+	if blob.Size() != d.Size {
+		return fmt.Errorf("layer %s: %d bytes, the ref records %d: %w", d.Digest, blob.Size(), d.Size, ErrDiffCorrupt)
+	}
+	h := digest.SHA256.Digester()
+	buf := make([]byte, verifyBufferSize)
+	if _, err := io.CopyBuffer(h.Hash(), io.NewSectionReader(blob, 0, d.Size), buf); err != nil {
+		return fmt.Errorf("layer %s: read: %w", d.Digest, err)
+	}
+	if got := h.Digest(); got != d.Digest {
+		return fmt.Errorf("layer blob has digest %s, the ref records %s: %w", got, d.Digest, ErrDiffCorrupt)
+	}
+	return nil
+}
+
 // decompress returns a reader of the decompressed stream of rd, chosen by
 // its magic number (uncompressed when there is none), and its closer.
 func decompress(rd *bufio.Reader) (io.Reader, func(), error) {
@@ -119,13 +145,61 @@ func decompress(rd *bufio.Reader) (io.Reader, func(), error) {
 		return zr, func() { zr.Close() }, nil
 	case bytes.HasPrefix(head, zstdMagic),
 		len(head) == 8 && binary.LittleEndian.Uint32(head[:4])&zstdSkippableMask == zstdSkippableStart:
-		zr, err := zstd.NewReader(rd, zstd.WithDecoderLowmem(false))
+		zr, err := zstdDecoder(rd)
 		if err != nil {
 			return nil, nil, err
 		}
-		return zr, zr.Close, nil
+		return zr, func() { putZstdDecoder(zr) }, nil
 	}
 	return rd, func() {}, nil
+}
+
+// readBuffers holds the verifyBufferSize read buffers of VerifyDiff
+// between layers (a *bufio.Reader each).
+var readBuffers sync.Pool
+
+// readBuffer returns a verifyBufferSize buffered reader of r.
+func readBuffer(r io.Reader) *bufio.Reader {
+	if rd, ok := readBuffers.Get().(*bufio.Reader); ok {
+		rd.Reset(r)
+		return rd
+	}
+	return bufio.NewReaderSize(r, verifyBufferSize)
+}
+
+// putReadBuffer drops rd's reader and keeps rd for the next layer.
+func putReadBuffer(rd *bufio.Reader) {
+	rd.Reset(nil)
+	readBuffers.Put(rd)
+}
+
+// zstdDecoders holds zstd decoders between layers: making one (with
+// WithDecoderLowmem(false), its buffers allocated up front) costs more CPU
+// than verifying a small layer, and bulk verification (import of many
+// layers) makes one per layer.
+var zstdDecoders sync.Pool
+
+// zstdDecoder returns a decoder of rd, from zstdDecoders when one is
+// there.
+func zstdDecoder(rd io.Reader) (*zstd.Decoder, error) {
+	if zr, ok := zstdDecoders.Get().(*zstd.Decoder); ok {
+		if err := zr.Reset(rd); err == nil {
+			return zr, nil
+		}
+		zr.Close()
+	}
+	return zstd.NewReader(rd, zstd.WithDecoderLowmem(false))
+}
+
+// putZstdDecoder releases the stream zr decoded (Reset(nil) stops its
+// goroutines and drops the reference) and keeps zr for the next layer; a
+// decoder that cannot be reset is closed instead.
+func putZstdDecoder(zr *zstd.Decoder) {
+	if err := zr.Reset(nil); err != nil {
+		zr.Close()
+		return
+	}
+	zstdDecoders.Put(zr)
 }
 
 // readErrors remembers the first error of r other than io.EOF, so that a

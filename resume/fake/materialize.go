@@ -66,10 +66,12 @@ func (m *Materializer) StoreRef(ctx context.Context, run string, ref []byte) err
 }
 
 // CheckDiff checks a layer blob in the Facts content store with
-// snapshot.VerifyDiff, the layer verifier runtime/containerd calls too:
-// size, digest, and the decompression (by magic number: zstd, gzip or
-// none) bounded by d.UncompressedSize with sha256 d.DiffID. A mismatch
-// wraps snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
+// snapshot.VerifyDiff, the full layer verifier: size, digest, and the
+// decompression (by magic number: zstd, gzip or none) bounded by
+// d.UncompressedSize with sha256 d.DiffID. It checks the diffID here
+// because CreateContainer extracts nothing (runtime/containerd leaves it
+// to the daemon's apply: resume.Materializer). A mismatch wraps
+// snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
 func (m *Materializer) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -61,8 +61,8 @@ func TestMaterializerConformance(t *testing.T) {
 	})
 }
 
-// TestCheckDiffIsVerifyDiff: the fake Materializer's CheckDiff is the layer
-// verifier runtime/containerd runs (snapshot.VerifyDiff), not a copy of it:
+// TestCheckDiffIsVerifyDiff: the fake Materializer's CheckDiff is the full
+// layer verifier import and pull run (snapshot.VerifyDiff), not a copy of it:
 // for a good blob and for every kind of mismatch, both give the same
 // result, message for message.
 func TestCheckDiffIsVerifyDiff(t *testing.T) {

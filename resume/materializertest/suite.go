@@ -1,7 +1,8 @@
 // Package materializertest is the conformance suite for resume.Materializer
 // (docs/design.md "Materialize"): one suite runs against runtime/containerd
-// and resume/fake. It checks diff verification (digest, size, diffID,
-// bounded decompression), container creation (the incarnation's labels,
+// and resume/fake. It checks layer verification (the blob's digest and
+// size by CheckDiff; a wrong diffID refused by CheckDiff or by
+// CreateContainer's apply, nothing created), container creation (the incarnation's labels,
 // its runtime spec kept byte for byte, its runtime and options, the env
 // of a spec Facts.BuildSpec built, an existing id), what resume.Facts
 // then reports about the container (labels, a running task), task start,
@@ -16,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,15 +122,14 @@ func Run(t *testing.T, newFixture New) {
 			t.Fatalf("CheckDiff(good): %v", err)
 		}
 		for name, bad := range map[string]func(*snapshot.Layer){
-			"diffID":           func(x *snapshot.Layer) { x.DiffID = digest.FromString("other") },
-			"uncompressedSize": func(x *snapshot.Layer) { x.UncompressedSize-- },
-			"larger size":      func(x *snapshot.Layer) { x.UncompressedSize++ },
+			"smaller size": func(x *snapshot.Layer) { x.Size-- },
+			"larger size":  func(x *snapshot.Layer) { x.Size++ },
 		} {
 			x := d
 			bad(&x)
 			err := f.M.CheckDiff(ctx(t), x)
 			if !errors.Is(err, snapshot.ErrDiffCorrupt) {
-				t.Errorf("CheckDiff(%s changed): %v, want ErrDiffCorrupt", name, err)
+				t.Errorf("CheckDiff(%s): %v, want ErrDiffCorrupt", name, err)
 			}
 		}
 		x := d
@@ -136,6 +137,42 @@ func Run(t *testing.T, newFixture New) {
 		if err := f.M.CheckDiff(ctx(t), x); !errdefs.IsNotFound(err) {
 			t.Errorf("CheckDiff(absent blob): %v, want not found", err)
 		}
+	})
+
+	// A layer whose blob is intact but whose recorded diffID is not its
+	// decompression's is refused by CheckDiff or by CreateContainer's
+	// apply, with ErrDiffCorrupt, and nothing is left that stands in the
+	// way of the good layer next (resume.Materializer's CheckDiff).
+	t.Run("WrongDiffID", func(t *testing.T) {
+		f := newFixture(t)
+		blob, d := Diff(t, map[string]string{"data.txt": "wrong diffID\n"})
+		f.PutBlob(t, "run-w", blob)
+		id := f.ID("wrongdiff")
+		spec := resume.ContainerSpec{ID: id, Run: "run-w", Manifest: "blake3:" + digest.FromString("m").Encoded(),
+			Generation: 1, Ref: digest.FromString("ref"), Fence: 1,
+			Base: f.Base, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime}}
+		bad := d
+		bad.DiffID = digest.FromString("other")
+		err := f.M.CheckDiff(ctx(t), bad)
+		if err == nil {
+			spec.Layers = []snapshot.Layer{bad}
+			err = f.M.CreateContainer(ctx(t), spec)
+			t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id) })
+		}
+		if !errors.Is(err, snapshot.ErrDiffCorrupt) || (!strings.Contains(err.Error(), bad.DiffID.String()) && !strings.Contains(err.Error(), d.DiffID.String())) {
+			t.Fatalf("wrong diffID: %v, want ErrDiffCorrupt naming a diffID", err)
+		}
+		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+			t.Fatalf("Facts.ContainerState after the refusal: %+v, %v; want none", cf, err)
+		}
+		spec.Layers = []snapshot.Layer{d}
+		if err := f.M.CheckDiff(ctx(t), d); err != nil {
+			t.Fatalf("CheckDiff(good): %v", err)
+		}
+		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+			t.Fatalf("CreateContainer(good) after the refusal: %v", err)
+		}
+		t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id) })
 	})
 
 	t.Run("RecordedSpecAndRuntime", func(t *testing.T) {

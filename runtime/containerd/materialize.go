@@ -173,18 +173,22 @@ func (r *Runtime) DeleteContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// CheckDiff implements resume.Materializer: it reads a layer blob from
-// the content store once (the blob file itself when the daemon's directory
-// is visible here, localcontent.go) and checks it with snapshot.VerifyDiff,
-// the layer verifier the fakes call too. A mismatch wraps
-// snapshot.ErrDiffCorrupt; an absent blob errdefs.ErrNotFound.
+// CheckDiff implements resume.Materializer (docs/design.md
+// "Materialize"): it reads a layer blob from the content store once (the
+// blob file itself when the daemon's directory is visible here,
+// localcontent.go) and checks its size and digest with
+// snapshot.VerifyLayerBlob, decompressing nothing. The diffID is
+// CreateContainer's to check: containerd's apply computes it while it
+// extracts the blob and the extraction is never committed under another
+// diffID. A mismatch wraps snapshot.ErrDiffCorrupt; an absent blob
+// errdefs.ErrNotFound.
 func (r *Runtime) CheckDiff(ctx context.Context, d snapshot.Layer) error {
 	ra, err := r.blobProvider(ctx).ReaderAt(ctx, ocispec.Descriptor{Digest: d.Digest, Size: d.Size})
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", d.Digest, native(err))
 	}
 	defer ra.Close()
-	return snapshot.VerifyDiff(ra, d)
+	return snapshot.VerifyLayerBlob(ra, d)
 }
 
 // defaultSnapshotter returns the namespace's default snapshotter (label
@@ -210,8 +214,13 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // snapshot) it reads the base manifest
 // (spec.Base.ManifestDigest) and applies its layers (with spec.Base.DiffIDs)
 // plus spec.Layers, in order, with rootfs.ApplyLayers on the namespace's default
-// snapshotter — which checks each diffID while extracting, except that an
-// existing chain snapshot is trusted — then prepares the active snapshot
+// snapshotter — the daemon's applier decompresses each blob as it
+// extracts it and computes its diffID, and rootfs.applyLayers removes the
+// extraction snapshot instead of committing it when that is not the
+// recorded diffID (the one check of the uncompressed bytes here: CheckDiff
+// checked only the blob's size and digest); an existing chain snapshot is
+// used as it is, having been committed under that chain id by such a
+// checked apply (docs/design.md "Materialize") — then prepares the active snapshot
 // spec.ID on top and creates the container spec.ID: image name
 // spec.Base.Name, the runtime spec spec.Spec exactly as given (an Any of
 // the runtime spec's type URL holding those bytes: containerd hands them to

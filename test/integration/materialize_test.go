@@ -18,6 +18,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	containerstore "github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
@@ -271,7 +272,11 @@ func TestMaterializeStart(t *testing.T) {
 }
 
 // TestMaterializeWrongDiffID: a ref whose diffID is wrong (re-signed by
-// the same key) is 7 and no container is created; the claim is released.
+// the same key) while its blob is intact — the blob's bytes match its
+// digest but decompress to other bytes than the recorded diffID — is 7
+// and nothing is created: containerd's apply computes the diffID while it
+// extracts and the extraction snapshot is removed before it is committed;
+// no container, no snapshot, the claim is released.
 func TestMaterializeWrongDiffID(t *testing.T) {
 	d := harness.Start(t, "matbad")
 	s := suspendRun(t, d, "bad-1")
@@ -279,14 +284,7 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust, err := envelope.LoadTrust(s.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := snapshot.OpenRef(file, trust)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := s.openRef(t, file)
 	ref.Layers[0].DiffID = digest.FromString("not the diff")
 	k, err := envelope.LoadPrivateKey(s.key)
 	if err != nil {
@@ -310,21 +308,88 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	before := containers(t, d)
+	wantMaterializeRefused(t, s, ref.Layers[0].DiffID.String())
+}
+
+// TestMaterializeTamperedBlob: the stored layer blob changed on disk (one
+// byte of the file in the daemon's content store, same size) is 7 before
+// anything is applied: the blob's digest is checked first (naming the
+// recorded digest), no container, no snapshot, the claim is released.
+func TestMaterializeTamperedBlob(t *testing.T) {
+	d := harness.Start(t, "mattamper")
+	s := suspendRun(t, d, "tamper-1")
+	file, err := os.ReadFile(s.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := s.openRef(t, file)
+	p := filepath.Join(d.Root, "io.containerd.content.v1.content", "blobs", "sha256", ref.Layers[0].Digest.Encoded())
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01
+	if err := os.WriteFile(p, b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	wantMaterializeRefused(t, s, "has digest")
+}
+
+// openRef opens a ref file of the run with its trust.
+func (s *suspendedRun) openRef(t *testing.T, file []byte) *snapshot.Ref {
+	t.Helper()
+	trust, err := envelope.LoadTrust(s.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := snapshot.OpenRef(file, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// wantMaterializeRefused resumes s and wants 7 (snapshot-missing) with
+// detail naming want and the released claim, no container and no snapshot
+// added, and the record suspended with no holder.
+func wantMaterializeRefused(t *testing.T, s *suspendedRun, want string) {
+	t.Helper()
+	d := s.d
+	before, beforeSnaps := containers(t, d), snapshotNames(t, d)
 	code, v := resumeCLI(t, s)
 	if code != 7 || v.Class != resume.ClassSnapshotMissing || v.Container != "" {
 		t.Fatalf("exit %d class %s container %q: %s", code, v.Class, v.Container, failDetail(v))
 	}
-	if !strings.Contains(failDetail(v), ref.Layers[0].DiffID.String()) || !strings.Contains(failDetail(v), "released") {
-		t.Errorf("detail %q does not name the recorded diffID and the released claim", failDetail(v))
+	if !strings.Contains(failDetail(v), want) || !strings.Contains(failDetail(v), "released") {
+		t.Errorf("detail %q does not name %q and the released claim", failDetail(v), want)
 	}
 	if after := containers(t, d); len(after) != len(before) {
 		t.Errorf("containers %v → %v", before, after)
+	}
+	for name := range snapshotNames(t, d) {
+		if !beforeSnaps[name] {
+			t.Errorf("snapshot %s left behind (before: %v)", name, beforeSnaps)
+		}
 	}
 	rec, err := daemonLedger(t, d, "").Get(d.Context(t), s.run)
 	if err != nil || rec.State != ledger.StateSuspended || rec.Holder != nil {
 		t.Errorf("record after a failed materialization: %v, %v; want suspended (the claim released)", rec, err)
 	}
+}
+
+// snapshotNames is the set of the daemon's overlayfs snapshots in its
+// namespace, committed and active.
+func snapshotNames(t *testing.T, d *harness.Daemon) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := d.Client.SnapshotService("overlayfs").Walk(d.Context(t), func(_ context.Context, i snapshots.Info) error {
+		out[i.Name] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestMaterializeConcurrent: rounds of two concurrent resume processes of
@@ -476,4 +541,98 @@ func TestMaterializerConformance(t *testing.T) {
 			ID: func(name string) string { return ns + "-" + name },
 		}
 	})
+}
+
+// BenchmarkMaterializeCPU times `resume` (no --check) of one suspended run
+// of SR_BENCH_MIB MiB (default 256; writeChanges' mix) on one warm daemon:
+// wall time, the CLI's CPU (user + system, its rusage) and the daemon's
+// CPU (/proc/<pid>/stat) per resume, medians as metrics. With
+// SR_BENCH_PREV_CLI naming another sandbox-resume binary, it resumes the
+// same run alternately with that binary (metrics with -prev), so a before
+// and after share the load. Before each resume the run is made resumable
+// again, untimed (resumeAgain: the layer is applied every time).
+// SR_BENCH_RUNS (default 6) resumes per binary; SR_BENCH_START=1 resumes
+// with --start (the time to a running incarnation; the shim's and runc's
+// CPU is in neither figure).
+func BenchmarkMaterializeCPU(b *testing.B) {
+	mib, runs := int64(256), 6
+	if v := os.Getenv("SR_BENCH_MIB"); v != "" {
+		fmt.Sscan(v, &mib)
+	}
+	if v := os.Getenv("SR_BENCH_RUNS"); v != "" {
+		fmt.Sscan(v, &runs)
+	}
+	d := harness.Start(b, "benchmat")
+	im := harness.ImportBusybox(b, d, "busybox:1")
+	ctx := d.Context(b)
+	img, err := d.Client.GetImage(ctx, im.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := img.Unpack(ctx, "overlayfs"); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "devcontainer.json")
+	if err := os.WriteFile(cfg, []byte(`{"image": "busybox:1@`+im.Index.String()+`", "name": "bench"}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	pub, key, err := envelope.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cid := runningContainer(b, d, im.Name, "matcpu")
+	writeChanges(b, filepath.Join(upperDir(b, ctx, d, cid), "bench"), mib<<20)
+	syscall.Sync()
+	run, refPath := "matcpu-run", filepath.Join(dir, "ref.json")
+	bins := map[string]string{"": cli(b)}
+	if p := os.Getenv("SR_BENCH_PREV_CLI"); p != "" {
+		bins["-prev"] = p
+	}
+	exec1 := func(bin string, args ...string) time.Duration {
+		b.Helper()
+		args = append([]string{"--address", d.Address, "--namespace", d.Namespace}, args...)
+		cmd := exec.Command(bin, args...)
+		cmd.Env = cliEnv(args)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s %s: %v: %s", bin, strings.Join(args, " "), err, out.String())
+		}
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	exec1(cli(b), "suspend", "--container", cid, "--config", cfg, "--key", key, "--run", run, "--out", refPath)
+	pid := daemonPID(b, d)
+	resumeArgs := []string{"resume", "--ref", refPath, "--config", cfg, "--trust", pub, "--container", "matcpu-g"}
+	if os.Getenv("SR_BENCH_START") == "1" {
+		resumeArgs = append(resumeArgs, "--start")
+	}
+	names := []string{""}
+	if bins["-prev"] != "" {
+		names = append(names, "-prev")
+	}
+	wall, cliCPU, daemonCPU := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
+	b.ResetTimer()
+	for range b.N {
+		for i := range runs {
+			for k := range names {
+				n := names[(i+k)%len(names)]
+				resumeAgain(b, d, "matcpu-g", run)
+				syscall.Sync()
+				d0 := cpuTime(b, pid, true)
+				start := time.Now()
+				c := exec1(bins[n], resumeArgs...)
+				wall[n] = append(wall[n], time.Since(start))
+				daemonCPU[n] = append(daemonCPU[n], cpuTime(b, pid, true)-d0)
+				cliCPU[n] = append(cliCPU[n], c)
+			}
+		}
+	}
+	b.StopTimer()
+	for _, n := range names {
+		b.ReportMetric(float64(median(wall[n]).Milliseconds()), "wall"+n+"-ms")
+		b.ReportMetric(float64(median(cliCPU[n]).Milliseconds()), "cli-cpu"+n+"-ms")
+		b.ReportMetric(float64(median(daemonCPU[n]).Milliseconds()), "daemon-cpu"+n+"-ms")
+		b.Logf("%s: wall %v cli CPU %v daemon CPU %v", "ours"+n, wall[n], cliCPU[n], daemonCPU[n])
+	}
 }

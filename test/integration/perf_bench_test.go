@@ -15,6 +15,7 @@ import (
 
 	apievents "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
@@ -65,8 +66,12 @@ func perfSizes(b *testing.B) [][2]int {
 //
 // With SR_BENCH_PREV_CLI naming another sandbox-resume binary (say, built
 // from main), suspend and export are also timed with it in the same
-// rotation (ops "suspend-prev", "pause-prev", "export-prev"): a before and
-// after measured under the same load.
+// rotation (ops "suspend-prev", "pause-prev", "export-prev",
+// "materialize-prev", "running-prev"): a before and after measured under
+// the same load. Each resume then first makes the run resumable again,
+// untimed: its container removed, its record purged (run lease and blobs
+// kept) and a synchronous garbage collection, so every resume applies the
+// layer (resumeAgain).
 //
 // With SR_BENCH_OUT set, every timing is appended to that file as a
 // tab-separated row "MiB op run ms" (op: suspend, suspend-base, pause,
@@ -181,6 +186,14 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					timed(names[j], i, fs[j])
 				}
 			}
+			// rotateUntimed runs fs in the order rotate would; each
+			// times itself (the resume ops, which first reset the run
+			// outside the timing when there is a -prev op).
+			rotateUntimed := func(i int, fs ...func()) {
+				for k := range fs {
+					fs[(i+k)%len(fs)]()
+				}
+			}
 			for range b.N {
 				for i := range runs {
 					w := filepath.Join(dir, fmt.Sprintf("w%d-%d", mib, i))
@@ -246,19 +259,49 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					})
 					dstM := filepath.Join(w, "materialize-base")
 					mat := "mat-" + runID
-					rotate(i, "materialize", func() {
-						cli2(a, "resume", "--ref", refPath, "--config", cfg, "--trust", pub, "--container", mat)
+					matOps := []func(){func() {
+						if prevCLI != "" {
+							resumeAgain(b, a, mat, runID)
+						}
+						timed("materialize", i, func() {
+							cli2(a, "resume", "--ref", refPath, "--config", cfg, "--trust", pub, "--container", mat)
+						})
 					}, func() {
-						sh(`mkdir -p "$2" && zstd -d -q -c "$1" | tar -x -C "$2"`, layer, dstM)
-					})
+						timed("materialize-base", i, func() { sh(`mkdir -p "$2" && zstd -d -q -c "$1" | tar -x -C "$2"`, layer, dstM) })
+					}}
+					if prevCLI != "" {
+						matOps = append(matOps, func() {
+							resumeAgain(b, a, mat, runID)
+							timed("materialize-prev", i, func() {
+								run(prevCLI, a, "resume", "--ref", refPath, "--config", cfg, "--trust", pub, "--container", mat)
+							})
+						})
+					}
+					rotateUntimed(i, matOps...)
 					dstR := filepath.Join(w, "running-base")
 					started, baseRun := "run-"+runID, "base-"+runID
-					rotate(i, "running", func() {
-						cli2(h2, "resume", "--ref", imported, "--config", cfg, "--trust", pub, "--container", started, "--start")
+					runOps := []func(){func() {
+						if prevCLI != "" {
+							resumeAgain(b, h2, started, runID)
+						}
+						timed("running", i, func() {
+							cli2(h2, "resume", "--ref", imported, "--config", cfg, "--trust", pub, "--container", started, "--start")
+						})
 					}, func() {
-						sh(`mkdir -p "$2" && zstd -d -q -c "$1" | tar -x -C "$2" && "$3" -a "$4" -n "$5" run -d --snapshotter overlayfs "$6" "$7" >/dev/null`,
-							layer, dstR, ctrBin, h2.Address, h2.Namespace, im.Name, baseRun)
-					})
+						timed("running-base", i, func() {
+							sh(`mkdir -p "$2" && zstd -d -q -c "$1" | tar -x -C "$2" && "$3" -a "$4" -n "$5" run -d --snapshotter overlayfs "$6" "$7" >/dev/null`,
+								layer, dstR, ctrBin, h2.Address, h2.Namespace, im.Name, baseRun)
+						})
+					}}
+					if prevCLI != "" {
+						runOps = append(runOps, func() {
+							resumeAgain(b, h2, started, runID)
+							timed("running-prev", i, func() {
+								run(prevCLI, h2, "resume", "--ref", imported, "--config", cfg, "--trust", pub, "--container", started, "--start")
+							})
+						})
+					}
+					rotateUntimed(i, runOps...)
 					// Clean up outside the timings: the materialized and
 					// started containers with their snapshots, both runs
 					// (synchronous GC), the files.
@@ -289,6 +332,45 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 				b.ReportMetric(float64(median(p).Milliseconds()), "pause-prev-ms")
 			}
 		})
+	}
+}
+
+// resumeAgain makes run resumable again on d as if never resumed, for a
+// second timing of the same ref (the -prev ops): container id (with its
+// task and snapshot) is removed, the run's record purged (its run lease
+// and blobs stay) and a synchronous garbage collection drops the applied
+// chain snapshot, so the next resume applies the layer again. Nothing
+// of it is timed.
+func resumeAgain(b *testing.B, d *harness.Daemon, id, run string) {
+	b.Helper()
+	ctx := d.Context(b)
+	if c, err := d.Client.LoadContainer(ctx, id); err == nil {
+		if t, err := c.Task(ctx, nil); err == nil {
+			if _, err := t.Delete(ctx, client.WithProcessKill); err != nil {
+				b.Fatalf("delete task %s: %v", id, err)
+			}
+		}
+		if err := c.Delete(ctx, client.WithSnapshotCleanup); err != nil {
+			b.Fatalf("delete %s: %v", id, err)
+		}
+	}
+	l := daemonLedger(b, d, "")
+	defer l.Close()
+	if _, err := l.Get(ctx, run); err == nil {
+		if _, err := l.Discard(ctx, run, true); err != nil {
+			b.Fatalf("discard the record of %s: %v", run, err)
+		}
+		if _, err := l.Purge(ctx, run); err != nil {
+			b.Fatalf("purge the record of %s: %v", run, err)
+		}
+	}
+	ls := d.Client.LeasesService()
+	gc, err := ls.Create(ctx, leases.WithRandomID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ls.Delete(ctx, gc, leases.SynchronousDelete); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -304,6 +304,8 @@ func wantAtResumeStep(t *testing.T, step string, s resumeFaultState) {
 	case "resume-judged":
 		ok = slices.Equal(names, []string{rstNothing})
 	case "resume-claimed", "resume-diffchecked":
+		// resume-diffchecked: every layer blob's size and digest are
+		// checked (the diffID is the apply's to check), nothing applied.
 		ok = slices.Equal(names, []string{rstClaim}) && len(s.claimSnaps) == 0
 	case "resume-applied":
 		ok = slices.Equal(names, []string{rstApplied}) && len(s.claimSnaps) > 0
