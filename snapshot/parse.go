@@ -155,18 +155,18 @@ func (d *refDecoder) boolean(n *strictjson.Node, name string) bool {
 	return n.Bool
 }
 
-// size decodes member name of obj as a whole number of bytes ≥ 0 (at
-// most 2^53−1).
-func (d *refDecoder) size(obj *strictjson.Node, n *strictjson.Node, name string) int64 {
-	v, _ := d.whole(obj, n, name, "bytes", 0)
+// size decodes the number node n (member name) as a whole number of
+// bytes ≥ 0 (at most 2^53−1).
+func (d *refDecoder) size(n *strictjson.Node, name string) int64 {
+	v, _ := d.whole(n, name, "bytes", 0)
 	return int64(v)
 }
 
-// whole decodes member name of obj as a whole number ≥ lo and at most
-// 2^53−1 (RFC 7493 §2.2); unit names what it counts in messages. The
-// number's text is taken from obj.Raw (the object's own JSON text), so
-// "1.0" and "1e0" are read as written.
-func (d *refDecoder) whole(obj *strictjson.Node, n *strictjson.Node, name, unit string, lo uint64) (uint64, bool) {
+// whole decodes the number node n (member name) as a whole number
+// ≥ lo and at most 2^53−1 (RFC 7493 §2.2); unit names what it counts in
+// messages. The number's text is n.Raw, the token as written, so "1.0"
+// and "1e0" are read as written.
+func (d *refDecoder) whole(n *strictjson.Node, name, unit string, lo uint64) (uint64, bool) {
 	if n == nil {
 		return 0, false
 	}
@@ -174,12 +174,9 @@ func (d *refDecoder) whole(obj *strictjson.Node, n *strictjson.Node, name, unit 
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a number of %s, not %s", name, unit, n.Kind)
 		return 0, false
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(obj.Raw, &members); err != nil {
-		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q: %v", name, err)
-		return 0, false
-	}
-	tok := string(members[name])
+	// n.Raw is the number token exactly as written (the decoder keeps
+	// it), so "1.0" and "1e0" are read as written.
+	tok := string(n.Raw)
 	f, err := strconv.ParseFloat(tok, 64)
 	if err != nil || f < float64(lo) || f != math.Trunc(f) || f > 1<<53-1 {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a whole number of %s ≥ %d, not %s", name, unit, lo, tok)
@@ -198,10 +195,9 @@ func (d *refDecoder) digest(n *strictjson.Node, name string) digest.Digest {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q is not a valid digest (%v): %q", name, err, s)
 		return ""
 	}
-	if dg.Algorithm() == digest.SHA256 && !sha256HexRE.MatchString(s) {
-		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be sha256: and 64 lowercase hex: %q", name, s)
-		return ""
-	}
+	// A sha256 digest that digest.Parse accepts is "sha256:" and 64
+	// lowercase hex already (go-digest validates the encoded part against
+	// ^[a-f0-9]{64}$): no second check here.
 	return dg
 }
 
@@ -215,6 +211,15 @@ func (d *refDecoder) platform(n *strictjson.Node, name string) string {
 		return ""
 	}
 	return s
+}
+
+// parseCore reads the ref's core: with coreCanonical (its JCS, known) by
+// envmanifest.ParseCoreWithCanonical, else by envmanifest.ParseCoreCanonical.
+func parseCore(c *strictjson.Node, coreCanonical []byte) (envmanifest.Core, []byte, error) {
+	if coreCanonical != nil {
+		return envmanifest.ParseCoreWithCanonical(c, coreCanonical)
+	}
+	return envmanifest.ParseCoreCanonical(c)
 }
 
 // validPlatform reports whether s is written os/arch[/variant] and is its
@@ -264,6 +269,15 @@ func validPlatform(s string) bool {
 // (check 2) or that manifest and pinned agree with core (check 4:
 // checkIntegrity).
 func decodeRef(inner *strictjson.Node) (*Ref, error) {
+	return decodeRefCanonical(inner, nil)
+}
+
+// decodeRefCanonical is decodeRef given coreCanonical, the RFC 8785 JCS
+// of inner's "core" as gowebpki/jcs wrote it (taken from the JCS of the
+// whole ref the signatures cover: envelope.Document.CanonicalMember), so
+// the core is not canonicalized again (envmanifest.ParseCoreWithCanonical).
+// nil means not known: the core is canonicalized from its own text.
+func decodeRefCanonical(inner *strictjson.Node, coreCanonical []byte) (*Ref, error) {
 	d := &refDecoder{}
 	if inner == nil {
 		d.refuse("", envmanifest.ClassMissing, "no ref object")
@@ -295,7 +309,7 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	if c := top["core"]; c != nil {
 		if c.Kind != strictjson.KindObject {
 			d.refuse(c.Pointer, envmanifest.ClassInvalidValue, "core must be an object, not %s", c.Kind)
-		} else if core, canonical, err := envmanifest.ParseCoreCanonical(c); err != nil {
+		} else if core, canonical, err := parseCore(c, coreCanonical); err != nil {
 			var re *envmanifest.RefusedError
 			if errors.As(err, &re) {
 				d.rs = append(d.rs, re.Refusals...)
@@ -325,7 +339,7 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	if r.IsV1() {
 		r.Generation = 1
 		if m, ok := d.members(top["rootfsDiff"], "rootfsDiff", layerMembers); ok {
-			r.Layers = []Layer{d.layer(top["rootfsDiff"], m)}
+			r.Layers = []Layer{d.layer(m)}
 		}
 	} else {
 		d.v2(inner, top, r)
@@ -378,7 +392,7 @@ func (d *refDecoder) schemaOf(inner *strictjson.Node) ([]refMember, bool) {
 // v2 decodes the members only a RefSchemaV2 ref has: generation, parent,
 // layers, spec, runtime and fence.
 func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node, r *Ref) {
-	gen, genOK := d.whole(inner, top["generation"], "generation", "generations", 1)
+	gen, genOK := d.whole(top["generation"], "generation", "generations", 1)
 	r.Generation = gen
 	if genOK {
 		for _, name := range []string{"parent", "fence"} {
@@ -402,7 +416,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 		}
 	}
 	if n := top["fence"]; n != nil {
-		r.Fence, _ = d.whole(inner, n, "fence", "fencing tokens", 1)
+		r.Fence, _ = d.whole(n, "fence", "fencing tokens", 1)
 	}
 	if n := top["layers"]; n != nil {
 		switch {
@@ -414,7 +428,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 			r.Layers = make([]Layer, 0, len(n.Elems))
 			for i, e := range n.Elems {
 				if m, ok := d.members(e, fmt.Sprintf("layer %d", i), layerMembers); ok {
-					r.Layers = append(r.Layers, d.layer(e, m))
+					r.Layers = append(r.Layers, d.layer(m))
 				}
 			}
 		}
@@ -428,7 +442,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 			spec.MediaType = s
 		}
 		spec.Digest = d.digest(m["digest"], "digest")
-		spec.Size = d.size(top["spec"], m["size"], "size")
+		spec.Size = d.size(m["size"], "size")
 		r.Spec = spec
 	}
 	if m, ok := d.members(top["runtime"], "runtime", runtimeMembers); ok {
@@ -549,7 +563,7 @@ var LayerMediaTypes = []string{
 	ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayerZstd,
 }
 
-func (d *refDecoder) layer(obj *strictjson.Node, m map[string]*strictjson.Node) Layer {
+func (d *refDecoder) layer(m map[string]*strictjson.Node) Layer {
 	var l Layer
 	if s, ok := d.str(m["mediaType"], "mediaType"); ok {
 		if !slices.Contains(LayerMediaTypes, s) {
@@ -558,9 +572,9 @@ func (d *refDecoder) layer(obj *strictjson.Node, m map[string]*strictjson.Node) 
 		l.MediaType = s
 	}
 	l.Digest = d.digest(m["digest"], "digest")
-	l.Size = d.size(obj, m["size"], "size")
+	l.Size = d.size(m["size"], "size")
 	l.DiffID = d.digest(m["diffID"], "diffID")
-	l.UncompressedSize = d.size(obj, m["uncompressedSize"], "uncompressedSize")
+	l.UncompressedSize = d.size(m["uncompressedSize"], "uncompressedSize")
 	return l
 }
 
