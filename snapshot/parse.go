@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/platforms"
@@ -87,9 +88,11 @@ var (
 	runtimeOptionsMembers = []refMember{
 		{"typeUrl", false}, {"value", false},
 	}
-	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	addressRE   = regexp.MustCompile(`^blake3:[0-9a-f]{64}$`)
-	sha256HexRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	// The regexps are compiled on first use, not at process start (every
+	// command links this package; most never read a ref).
+	envNameRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	addressRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^blake3:[0-9a-f]{64}$`) })
+	sha256HexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 )
 
 // refDecoder collects refusals while decoding a ref object.
@@ -301,7 +304,7 @@ func decodeRefCanonical(inner *strictjson.Node, coreCanonical []byte) (*Ref, err
 		r.Run = s
 	}
 	if s, ok := d.str(top["manifest"], "manifest"); ok {
-		if !addressRE.MatchString(s) {
+		if !addressRE().MatchString(s) {
 			d.refuse(top["manifest"].Pointer, envmanifest.ClassInvalidValue, "manifest must be blake3: and 64 lowercase hex, not %q", s)
 		}
 		r.Manifest = s
@@ -324,7 +327,7 @@ func decodeRefCanonical(inner *strictjson.Node, coreCanonical []byte) (*Ref, err
 	r.Policy = d.policy(top["policy"])
 	if n := top["lockfile"]; n != nil {
 		if s, ok := d.str(n, "lockfile"); ok {
-			if !sha256HexRE.MatchString(s) {
+			if !sha256HexRE().MatchString(s) {
 				d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "lockfile must be sha256: and 64 lowercase hex, not %q", s)
 			}
 			r.Lockfile = s
@@ -408,7 +411,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 	}
 	if n := top["parent"]; n != nil {
 		if s, ok := d.str(n, "parent"); ok {
-			if !sha256HexRE.MatchString(s) {
+			if !sha256HexRE().MatchString(s) {
 				d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "parent must be sha256: and 64 lowercase hex (the parent ref file's digest), not %q", s)
 			} else {
 				r.Parent = digest.Digest(s)
@@ -489,7 +492,7 @@ func (d *refDecoder) policy(n *strictjson.Node) []string {
 			continue
 		}
 		switch {
-		case !envNameRE.MatchString(s):
+		case !envNameRE().MatchString(s):
 			d.refuse(e.Pointer, envmanifest.ClassInvalidValue, "policy entry %q is not an environment variable name", s)
 		case len(out) > 0 && s <= out[len(out)-1]:
 			d.refuse(e.Pointer, envmanifest.ClassInvalidValue, "policy must be sorted without duplicates: %q after %q", s, out[len(out)-1])
