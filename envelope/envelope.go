@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
@@ -170,6 +172,67 @@ func Parse(data []byte, member string) (*Document, error) {
 	return doc, nil
 }
 
+// CanonicalMember returns the canonical text of the member name of the
+// inner object: a subslice of d.Canonical (not a copy; do not modify it),
+// or nil when the inner object has no such member. RFC 8785 is recursive
+// (§3.2.3: members are serialized by the same rules as the whole), so a
+// member value's text inside the JCS of the object is the JCS of that
+// value: a caller that needs the canonical bytes of a subtree (a
+// SnapshotRef's "core") takes them from here instead of running JCS over
+// the subtree again. The text is located with a jsontext.Decoder; an error
+// says the bytes are not a JSON object (not reached for a Document Parse
+// returned).
+func (d *Document) CanonicalMember(name string) ([]byte, error) {
+	pd := canonicalDecoders.Get().(*pooledDecoder)
+	defer func() {
+		pd.src = bytes.Buffer{}
+		pd.dec.Reset(&pd.src)
+		canonicalDecoders.Put(pd)
+	}()
+	// A *bytes.Buffer is read in place (no copy into the decoder).
+	pd.src = *bytes.NewBuffer(d.Canonical)
+	pd.dec.Reset(&pd.src, canonicalReadOptions...)
+	dec := &pd.dec
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, fmt.Errorf("canonical %s member %q: not a JSON object (%v)", d.Member, name, err)
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, fmt.Errorf("canonical %s member %q: %w", d.Member, name, err)
+		}
+		if tok.String() != name {
+			if err := dec.SkipValue(); err != nil {
+				return nil, fmt.Errorf("canonical %s member %q: %w", d.Member, name, err)
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, fmt.Errorf("canonical %s member %q: %w", d.Member, name, err)
+		}
+		end := int(dec.InputOffset())
+		return d.Canonical[end-len(v) : end : end], nil
+	}
+	return nil, nil
+}
+
+// pooledDecoder is a reusable jsontext.Decoder reading a bytes.Buffer (a
+// new Decoder per call was a good part of CanonicalMember's cost).
+type pooledDecoder struct {
+	src bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var canonicalDecoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
+
+// canonicalReadOptions read JCS output: it is valid UTF-8 and has no
+// repeated name, so the checks that would find them are off.
+var canonicalReadOptions = []jsontext.Options{
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
+}
+
 // sortProblems sorts problems by pointer in UTF-8 byte order, keeping the
 // order of problems at one pointer.
 func sortProblems(ps []Problem) {
@@ -236,13 +299,13 @@ func (d *Document) VerifiedBy(trust *KeyRing) ([]string, error) {
 		if !trusted {
 			continue
 		}
-		ptr := fmt.Sprintf("/%s/%d", MemberSignatures, i)
+		// The entry's pointer is only formatted for an error.
 		sig, err := decodeSig(s.Sig)
 		if err != nil {
-			return nil, fmt.Errorf("%s/sig: key %s: %v: %w", ptr, s.KeyID, err, ErrSignature)
+			return nil, fmt.Errorf("/%s/%d/sig: key %s: %v: %w", MemberSignatures, i, s.KeyID, err, ErrSignature)
 		}
 		if !ed25519.Verify(pub, d.Canonical, sig) {
-			return nil, fmt.Errorf("%s/sig: key %s: signature does not verify over the canonical %s: %w", ptr, s.KeyID, d.Member, ErrSignature)
+			return nil, fmt.Errorf("/%s/%d/sig: key %s: signature does not verify over the canonical %s: %w", MemberSignatures, i, s.KeyID, d.Member, ErrSignature)
 		}
 		ok = append(ok, s.KeyID)
 	}

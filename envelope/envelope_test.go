@@ -195,3 +195,28 @@ func TestEncodeRoundTrip(t *testing.T) {
 		t.Fatalf("Encode without signatures: %v %q", err, empty)
 	}
 }
+
+// TestCanonicalMember: each member's text inside Canonical is the JCS of
+// that member on its own (a subslice, no copy); an absent member is nil.
+func TestCanonicalMember(t *testing.T) {
+	file, err := Sign(MemberRef, []byte(inner), newKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Parse(file, MemberRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": `"x\u001by"`, "b": `[1,2]`, "c": `{"d":true}`} {
+		got, err := doc.CanonicalMember(name)
+		if err != nil || string(got) != want {
+			t.Errorf("member %q: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if got, err := doc.CanonicalMember("d"); got != nil || err != nil {
+		t.Errorf("absent member: %q, %v", got, err)
+	}
+	if _, err := (&Document{Member: MemberRef, Canonical: []byte(`[1]`)}).CanonicalMember("a"); err == nil {
+		t.Error("an array read as an object")
+	}
+}

@@ -3,6 +3,7 @@ package envmanifest
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
@@ -249,12 +250,12 @@ func advise(r Refusal, root *strictjson.Node) LintRefusal {
 		}
 	case r.Class == ClassInvalidValue && r.Pointer == "/image":
 		if v := root.Get("image"); v != nil && v.Kind == strictjson.KindString {
-			if m := localEnvDefault.FindStringSubmatch(v.Str); m != nil {
+			if m := localEnvDefault().FindStringSubmatch(v.Str); m != nil {
 				text = "the variable's default is " + m[1] + ": declare that (or the image you mean) literally. " + text
 			}
 		}
 	case r.Class == ClassInvalidValue && rule.Property == AdviceFeature && len(toks) == 2:
-		if m := githubReleaseFeature.FindStringSubmatch(toks[1]); m != nil {
+		if m := githubReleaseFeature().FindStringSubmatch(toks[1]); m != nil {
 			text = "this GitHub-release id is now published as ghcr.io/" + m[1] + "/" + m[2] + "/" + m[3] + " (choose its current major tag, e.g. :1). " + text
 		}
 	}
@@ -263,10 +264,14 @@ func advise(r Refusal, root *strictjson.Node) LintRefusal {
 
 // githubReleaseFeature matches a pre-OCI GitHub-release feature id,
 // owner/repo/feature@version.
-var githubReleaseFeature = regexp.MustCompile(`^([A-Za-z0-9_-]+)/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)(@.*)?$`)
+var githubReleaseFeature = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9_-]+)/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)(@.*)?$`)
+})
 
 // localEnvDefault matches an image given as ${localEnv:NAME:default}.
-var localEnvDefault = regexp.MustCompile(`^\$\{localEnv:[A-Za-z_][A-Za-z0-9_]*:([^}]+)\}$`)
+var localEnvDefault = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\$\{localEnv:[A-Za-z_][A-Za-z0-9_]*:([^}]+)\}$`)
+})
 
 // SuggestProperty returns the known top-level property a misspelt name
 // most probably means: one equal to it in another letter case, else the

@@ -1,12 +1,18 @@
 package envmanifest
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/distribution/reference"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/gowebpki/jcs"
 	"github.com/tailscale/hujson"
 )
 
@@ -122,6 +128,79 @@ func BenchmarkIngest(b *testing.B) {
 			b.SetBytes(int64(len(m.Canonical)))
 			cpuLoop(b, func() {
 				_ = Address(m.Canonical)
+			})
+		})
+	}
+}
+
+// BenchmarkIngestFloors runs the library calls under each stage of
+// BenchmarkIngest on their own, on the same documents: their sum is the
+// floor of ingest → address, what Ingest spends beyond it is its own
+// (docs/dev/perf-cpu.md). The hujson floor is BenchmarkIngest's "strip"
+// stage and the BLAKE3 floor its "hash" stage; here:
+//   - references: reference.ParseNormalizedNamed + TagNameOnly of the
+//     document's image and OCI feature ids (distribution/reference);
+//   - walk: a jsontext.Decoder reading the standardized text token by
+//     token, nothing kept (go-json-experiment/json);
+//   - jcs-core: jcs.Transform of the core as Ingest hands it over
+//     (gowebpki/jcs).
+func BenchmarkIngestFloors(b *testing.B) {
+	for _, size := range []int{1024, 3072} {
+		doc := benchDoc(size)
+		name := fmt.Sprintf("%dKB", size/1024)
+		m, err := Ingest(doc, Options{})
+		if err != nil {
+			b.Fatalf("benchmark document refused: %v", err)
+		}
+		v, err := hujson.Parse(append([]byte(nil), doc...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		v.Standardize()
+		std := v.Pack()
+		refs := []string{"mcr.microsoft.com/devcontainers/base:2-bookworm"}
+		for _, f := range m.Core.Features {
+			refs = append(refs, f.ID)
+		}
+		b.Run(name+"/references", func(b *testing.B) {
+			b.ReportAllocs()
+			cpuLoop(b, func() {
+				for _, r := range refs {
+					named, err := reference.ParseNormalizedNamed(r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = reference.TagNameOnly(named).String()
+				}
+			})
+		})
+		b.Run(name+"/walk", func(b *testing.B) {
+			b.SetBytes(int64(len(std)))
+			b.ReportAllocs()
+			dec := jsontext.NewDecoder(bytes.NewReader(std), jsontext.AllowDuplicateNames(true))
+			cpuLoop(b, func() {
+				dec.Reset(bytes.NewReader(std), jsontext.AllowDuplicateNames(true))
+				for {
+					if _, err := dec.ReadToken(); err != nil {
+						if errors.Is(err, io.EOF) {
+							break
+						}
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+		raw, err := m.Core.appendJSON(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/jcs-core", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			cpuLoop(b, func() {
+				if _, err := jcs.Transform(raw); err != nil {
+					b.Fatal(err)
+				}
 			})
 		})
 	}

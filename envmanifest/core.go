@@ -96,6 +96,30 @@ func (c *Core) Canonical() ([]byte, error) {
 	return out, nil
 }
 
+// canonicalIs reports whether canonical is the JCS of c, that is whether
+// c.Canonical() would return exactly canonical; canonical must be output
+// of gowebpki/jcs (the JCS of the text c was read from). When the text
+// appendJSON writes is already byte for byte canonical, JCS is not run:
+// JCS is idempotent on its own output, so the JCS of that text is
+// canonical itself. Otherwise (a string appendJSON quotes differently from
+// RFC 8785, containerEnv names whose UTF-8 and UTF-16 orders differ, a
+// core that is not in normal form) the answer is c.Canonical()'s, compared
+// as before. The error is Canonical's.
+func (c *Core) canonicalIs(canonical []byte) (bool, error) {
+	raw, err := c.appendJSON(nil)
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(raw, canonical) {
+		return true, nil
+	}
+	mine, err := jcs.Transform(raw)
+	if err != nil {
+		return false, fmt.Errorf("canonicalize manifest core: %w", err)
+	}
+	return bytes.Equal(mine, canonical), nil
+}
+
 // coreEncoderOptions match what encoding/json.Marshal let through before:
 // invalid UTF-8 in a string becomes U+FFFD, and option text with a repeated
 // name is passed on (JCS then refuses it).

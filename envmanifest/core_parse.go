@@ -1,7 +1,6 @@
 package envmanifest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +42,20 @@ func ParseCore(n *strictjson.Node) (Core, error) {
 // bytes whose BLAKE3 hash is the core's address.
 func ParseCoreCanonical(n *strictjson.Node) (Core, []byte, error) {
 	return parseCore(n, nil)
+}
+
+// ParseCoreWithCanonical is ParseCoreCanonical for a caller that already
+// holds canonical, the RFC 8785 JCS of n.Raw as gowebpki/jcs wrote it (a
+// signed manifest's envelope.Document.Canonical, or a SnapshotRef's "core"
+// text inside the JCS of the ref: envelope.Document.CanonicalMember). No
+// JCS pass runs over the core again; canonical is returned as it was given.
+// Bytes that are not that JCS make the core refused as not in normal form
+// (or as not canonicalizable), never accepted.
+func ParseCoreWithCanonical(n *strictjson.Node, canonical []byte) (Core, []byte, error) {
+	if canonical == nil {
+		return Core{}, nil, errors.New("manifest core: no canonical bytes given")
+	}
+	return parseCore(n, canonical)
 }
 
 // parseCore is ParseCoreCanonical; canonical, when not nil, is the already
@@ -109,18 +122,16 @@ func parseCore(n *strictjson.Node, canonical []byte) (Core, []byte, error) {
 		// The core must serialize back to the bytes it was read from, or
 		// the address derived from the file would not be the address of
 		// the Core the caller uses.
-		mine, err := c.Canonical()
+		var err error
+		if canonical == nil {
+			canonical, err = jcs.Transform(n.Raw)
+		}
 		if err != nil {
 			refuse(n.Pointer, ClassInvalidValue, "%v", err)
-		} else {
-			if canonical == nil {
-				canonical, err = jcs.Transform(n.Raw)
-			}
-			if err != nil {
-				refuse(n.Pointer, ClassInvalidValue, "%v", err)
-			} else if !bytes.Equal(mine, canonical) {
-				refuse(n.Pointer, ClassInvalidValue, "the manifest core is not in normal form")
-			}
+		} else if same, err := c.canonicalIs(canonical); err != nil {
+			refuse(n.Pointer, ClassInvalidValue, "%v", err)
+		} else if !same {
+			refuse(n.Pointer, ClassInvalidValue, "the manifest core is not in normal form")
 		}
 	}
 	if len(rs) > 0 {

@@ -169,3 +169,53 @@ func TestSignVerifyIngested(t *testing.T) {
 		t.Fatal("no ingested core to check")
 	}
 }
+
+// TestParseCoreWithCanonical: given the JCS of the core's text, the core
+// is accepted with those very bytes, and given any other bytes (the JCS of
+// another core, the text with one byte changed, a non-canonical layout of
+// the same core) it is refused as not in normal form: the bytes are never
+// trusted to be the core's JCS without a comparison.
+func TestParseCoreWithCanonical(t *testing.T) {
+	c := signTestCore()
+	canonical, err := c.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, rs := decode(canonical, false)
+	if len(rs) > 0 {
+		t.Fatal(rs)
+	}
+	got, gotCanonical, err := ParseCoreWithCanonical(n, canonical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gotCanonical, canonical) || got.Image != c.Image {
+		t.Fatalf("accepted %q with %q", got.Image, gotCanonical)
+	}
+	other := c
+	other.RemoteUser = c.RemoteUser + "x"
+	otherCanonical, err := other.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, canonical, "", " "); err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(canonical)
+	flipped[len(flipped)/2] ^= 1
+	for name, wrong := range map[string][]byte{
+		"another core":  otherCanonical,
+		"one byte":      flipped,
+		"not canonical": indented.Bytes(),
+	} {
+		_, _, err := ParseCoreWithCanonical(n, wrong)
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Errorf("%s: err %v, want *RefusedError", name, err)
+		}
+	}
+	if _, _, err := ParseCoreWithCanonical(n, nil); err == nil {
+		t.Error("nil canonical bytes accepted")
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -105,13 +105,10 @@ func (in *ingester) features(v *strictjson.Node, lock *lockfile) {
 		entries = append(entries, e)
 	}
 	// Two keys that normalize to one id are both refused.
-	byID := make(map[string][]int, len(entries))
-	for i, e := range entries {
-		byID[e.id] = append(byID[e.id], i)
-	}
 	features := make([]Feature, 0, len(entries))
-	for _, e := range entries {
-		if same := byID[e.id]; len(same) > 1 {
+	same := sameID(entries)
+	for i, e := range entries {
+		if same := same(i); len(same) > 1 {
 			keys := make([]string, len(same))
 			for j, k := range same {
 				keys[j] = entries[k].key
@@ -121,10 +118,46 @@ func (in *ingester) features(v *strictjson.Node, lock *lockfile) {
 		}
 		features = append(features, Feature{ID: e.id, Options: e.opts})
 	}
-	sort.Slice(features, func(i, j int) bool { return features[i].ID < features[j].ID })
+	slices.SortFunc(features, func(x, y Feature) int { return strings.Compare(x.ID, y.ID) })
 	if len(features) > 0 {
 		in.m.Core.Features = features
 	}
+}
+
+// sameID returns, for the index of an entry whose id another entry
+// shares, the indexes of every entry with that id, in order; for an id
+// no other entry has, at most that entry's own index. A few entries are
+// compared directly, many are grouped in a map first.
+func sameID(entries []featureEntry) func(i int) []int {
+	if len(entries) > 16 {
+		byID := make(map[string][]int, len(entries))
+		for i, e := range entries {
+			byID[e.id] = append(byID[e.id], i)
+		}
+		return func(i int) []int { return byID[entries[i].id] }
+	}
+	return func(i int) []int {
+		if !hasOther(entries, i) {
+			return nil
+		}
+		var same []int
+		for j := range entries {
+			if entries[j].id == entries[i].id {
+				same = append(same, j)
+			}
+		}
+		return same
+	}
+}
+
+// hasOther reports whether an entry other than i has entries[i]'s id.
+func hasOther(entries []featureEntry, i int) bool {
+	for j := range entries {
+		if j != i && entries[j].id == entries[i].id {
+			return true
+		}
+	}
+	return false
 }
 
 // featureID normalizes one features key to its core id.

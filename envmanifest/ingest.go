@@ -120,16 +120,14 @@ func (in *ingester) refuse(ptr string, class Class, format string, args ...any) 
 }
 
 func (in *ingester) run(root *strictjson.Node) error {
-	seen := make(map[string]bool, len(root.Members))
 	var features *strictjson.Node
 	imagePresent := false
-	for _, mem := range root.Members {
+	for i, mem := range root.Members {
 		name, v := mem.Name, mem.Value
 		ptr := v.Pointer
-		if seen[name] {
+		if mem.Duplicate && !firstOccurrence(root.Members, i) {
 			continue // a duplicate: refused by Decode, reported once here
 		}
-		seen[name] = true
 		if name == "image" {
 			imagePresent = true
 		}
@@ -195,6 +193,18 @@ func (in *ingester) run(root *strictjson.Node) error {
 	}
 	sort.Strings(in.m.Excluded)
 	return nil
+}
+
+// firstOccurrence reports whether members[i] is the first member of its
+// name (Decode flags every occurrence of a repeated name Duplicate; only
+// those need this scan).
+func firstOccurrence(members []strictjson.Member, i int) bool {
+	for j := range i {
+		if members[j].Name == members[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // image normalizes the image reference (docs/design.md "Normalization": image

@@ -2,12 +2,18 @@ package resume_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gowebpki/jcs"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -62,6 +68,65 @@ func BenchmarkVerifyRefBulk(b *testing.B) {
 	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "refs/s")
 	b.ReportMetric(float64(n*b.N)/cpu.Seconds(), "refs/cpu-s")
+}
+
+// BenchmarkVerifyRefFloors runs, on the files of BenchmarkVerifyRefBulk
+// and on one core, each library call OpenRef cannot do without, alone:
+// the strict decode of the file (internal/strictjson, through
+// envelope.Parse without its JCS: "decode"), gowebpki/jcs of the "ref"
+// subtree ("jcs"), and crypto/ed25519.Verify of its signature
+// ("ed25519"). Their sum is the floor of check 1–4 verification; what
+// OpenRef spends beyond it is schema and integrity checks
+// (docs/dev/perf-cpu.md).
+func BenchmarkVerifyRefFloors(b *testing.B) {
+	const n = 1000
+	fx := newFixture(b, baseConfig)
+	docs := make([]*envelope.Document, n)
+	files := make([][]byte, n)
+	for i := range files {
+		fx.ref.Run = fmt.Sprintf("run-%05d", i)
+		fx.ref.Layers[0].Size = int64(1000 + i)
+		files[i] = mustSign(b, fx)
+		doc, err := envelope.Parse(files[i], envelope.MemberRef)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs[i] = doc
+	}
+	pub := fx.key.Public().(ed25519.PublicKey)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, step := range []struct {
+		name string
+		run  func(i int) error
+	}{
+		{"decode", func(i int) error {
+			if _, errs := strictjson.Decode(files[i], false); len(errs) > 0 {
+				return errs[0]
+			}
+			return nil
+		}},
+		{"jcs", func(i int) error { _, err := jcs.Transform(docs[i].Inner.Raw); return err }},
+		{"ed25519", func(i int) error {
+			sig, err := base64.StdEncoding.DecodeString(docs[i].Signatures[0].Sig)
+			if err != nil || !ed25519.Verify(pub, docs[i].Canonical, sig) {
+				return fmt.Errorf("signature %d: %v", i, err)
+			}
+			return nil
+		}},
+	} {
+		b.Run(step.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				for i := range files {
+					if err := step.run(i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/(cpuTime()-cpu0).Seconds(), "refs/cpu-s")
+		})
+	}
 }
 
 // cpuTime returns the user+system CPU time of this process

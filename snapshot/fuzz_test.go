@@ -11,7 +11,9 @@ import (
 // FuzzDecodeRef feeds inner ref documents to the schema decoder (check 3),
 // seeded with every SnapshotRef vector: it never panics, and a ref it
 // accepts re-encodes (Canonical) to exactly the JCS bytes it was decoded
-// from, so decode → encode → decode is stable for /1 and /2 alike.
+// from, so decode → encode → decode is stable for /1 and /2 alike; and
+// OpenRef's path, given the core's bytes out of the JCS of the whole ref,
+// decides the same and decodes the same ref.
 func FuzzDecodeRef(f *testing.F) {
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.ref.jcs"))
 	more, _ := filepath.Glob(filepath.Join("testdata", "ref2", "*.ref.jcs"))
@@ -24,8 +26,24 @@ func FuzzDecodeRef(f *testing.F) {
 			return
 		}
 		r, err := decodeRef(doc.Inner)
+		// OpenRef's path (the core's JCS taken out of the JCS of the
+		// whole ref) decides exactly as the core canonicalized on its own.
+		coreCanonical, cerr := doc.CanonicalMember("core")
+		if cerr != nil {
+			t.Fatalf("canonical core: %v", cerr)
+		}
+		r2, err2 := decodeRefCanonical(doc.Inner, coreCanonical)
+		if (err == nil) != (err2 == nil) || (err != nil && err.Error() != err2.Error()) {
+			t.Fatalf("decodeRef: %v\ndecodeRefCanonical: %v", err, err2)
+		}
 		if err != nil {
 			return
+		}
+		if !bytes.Equal(r.coreCanonical, r2.coreCanonical) {
+			t.Fatalf("core canonical bytes differ:\n%s\n%s", r.coreCanonical, r2.coreCanonical)
+		}
+		if c2, err := r2.Canonical(); err != nil || !bytes.Equal(c2, doc.Canonical) {
+			t.Fatalf("decodeRefCanonical's ref re-encodes differently (%v):\n got %s\nwant %s", err, c2, doc.Canonical)
 		}
 		got, err := r.Canonical()
 		if err != nil {

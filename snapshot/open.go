@@ -88,7 +88,15 @@ func openRef(data []byte, trust *envelope.KeyRing, verify bool) (*Ref, error) {
 		}
 		prov.SignedBy = ids
 	}
-	r, err := decodeRef(doc.Inner)
+	// The core's canonical bytes are a part of doc.Canonical (the JCS of
+	// the whole ref, computed once by the parse): not canonicalized again.
+	// When they cannot be found there, the core is canonicalized from its
+	// own text as before.
+	coreCanonical, cerr := doc.CanonicalMember("core")
+	if cerr != nil {
+		coreCanonical = nil
+	}
+	r, err := decodeRefCanonical(doc.Inner, coreCanonical)
 	if err != nil {
 		return nil, &OpenError{Step: StepSchema, Provenance: prov, Err: err}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/platforms"
@@ -87,9 +88,11 @@ var (
 	runtimeOptionsMembers = []refMember{
 		{"typeUrl", false}, {"value", false},
 	}
-	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	addressRE   = regexp.MustCompile(`^blake3:[0-9a-f]{64}$`)
-	sha256HexRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	// The regexps are compiled on first use, not at process start (every
+	// command links this package; most never read a ref).
+	envNameRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	addressRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^blake3:[0-9a-f]{64}$`) })
+	sha256HexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 )
 
 // refDecoder collects refusals while decoding a ref object.
@@ -155,18 +158,18 @@ func (d *refDecoder) boolean(n *strictjson.Node, name string) bool {
 	return n.Bool
 }
 
-// size decodes member name of obj as a whole number of bytes ≥ 0 (at
-// most 2^53−1).
-func (d *refDecoder) size(obj *strictjson.Node, n *strictjson.Node, name string) int64 {
-	v, _ := d.whole(obj, n, name, "bytes", 0)
+// size decodes the number node n (member name) as a whole number of
+// bytes ≥ 0 (at most 2^53−1).
+func (d *refDecoder) size(n *strictjson.Node, name string) int64 {
+	v, _ := d.whole(n, name, "bytes", 0)
 	return int64(v)
 }
 
-// whole decodes member name of obj as a whole number ≥ lo and at most
-// 2^53−1 (RFC 7493 §2.2); unit names what it counts in messages. The
-// number's text is taken from obj.Raw (the object's own JSON text), so
-// "1.0" and "1e0" are read as written.
-func (d *refDecoder) whole(obj *strictjson.Node, n *strictjson.Node, name, unit string, lo uint64) (uint64, bool) {
+// whole decodes the number node n (member name) as a whole number
+// ≥ lo and at most 2^53−1 (RFC 7493 §2.2); unit names what it counts in
+// messages. The number's text is n.Raw, the token as written, so "1.0"
+// and "1e0" are read as written.
+func (d *refDecoder) whole(n *strictjson.Node, name, unit string, lo uint64) (uint64, bool) {
 	if n == nil {
 		return 0, false
 	}
@@ -174,12 +177,9 @@ func (d *refDecoder) whole(obj *strictjson.Node, n *strictjson.Node, name, unit 
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a number of %s, not %s", name, unit, n.Kind)
 		return 0, false
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(obj.Raw, &members); err != nil {
-		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q: %v", name, err)
-		return 0, false
-	}
-	tok := string(members[name])
+	// n.Raw is the number token exactly as written (the decoder keeps
+	// it), so "1.0" and "1e0" are read as written.
+	tok := string(n.Raw)
 	f, err := strconv.ParseFloat(tok, 64)
 	if err != nil || f < float64(lo) || f != math.Trunc(f) || f > 1<<53-1 {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be a whole number of %s ≥ %d, not %s", name, unit, lo, tok)
@@ -198,10 +198,9 @@ func (d *refDecoder) digest(n *strictjson.Node, name string) digest.Digest {
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q is not a valid digest (%v): %q", name, err, s)
 		return ""
 	}
-	if dg.Algorithm() == digest.SHA256 && !sha256HexRE.MatchString(s) {
-		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "%q must be sha256: and 64 lowercase hex: %q", name, s)
-		return ""
-	}
+	// A sha256 digest that digest.Parse accepts is "sha256:" and 64
+	// lowercase hex already (go-digest validates the encoded part against
+	// ^[a-f0-9]{64}$): no second check here.
 	return dg
 }
 
@@ -215,6 +214,15 @@ func (d *refDecoder) platform(n *strictjson.Node, name string) string {
 		return ""
 	}
 	return s
+}
+
+// parseCore reads the ref's core: with coreCanonical (its JCS, known) by
+// envmanifest.ParseCoreWithCanonical, else by envmanifest.ParseCoreCanonical.
+func parseCore(c *strictjson.Node, coreCanonical []byte) (envmanifest.Core, []byte, error) {
+	if coreCanonical != nil {
+		return envmanifest.ParseCoreWithCanonical(c, coreCanonical)
+	}
+	return envmanifest.ParseCoreCanonical(c)
 }
 
 // validPlatform reports whether s is written os/arch[/variant] and is its
@@ -264,6 +272,15 @@ func validPlatform(s string) bool {
 // (check 2) or that manifest and pinned agree with core (check 4:
 // checkIntegrity).
 func decodeRef(inner *strictjson.Node) (*Ref, error) {
+	return decodeRefCanonical(inner, nil)
+}
+
+// decodeRefCanonical is decodeRef given coreCanonical, the RFC 8785 JCS
+// of inner's "core" as gowebpki/jcs wrote it (taken from the JCS of the
+// whole ref the signatures cover: envelope.Document.CanonicalMember), so
+// the core is not canonicalized again (envmanifest.ParseCoreWithCanonical).
+// nil means not known: the core is canonicalized from its own text.
+func decodeRefCanonical(inner *strictjson.Node, coreCanonical []byte) (*Ref, error) {
 	d := &refDecoder{}
 	if inner == nil {
 		d.refuse("", envmanifest.ClassMissing, "no ref object")
@@ -287,7 +304,7 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 		r.Run = s
 	}
 	if s, ok := d.str(top["manifest"], "manifest"); ok {
-		if !addressRE.MatchString(s) {
+		if !addressRE().MatchString(s) {
 			d.refuse(top["manifest"].Pointer, envmanifest.ClassInvalidValue, "manifest must be blake3: and 64 lowercase hex, not %q", s)
 		}
 		r.Manifest = s
@@ -295,7 +312,7 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	if c := top["core"]; c != nil {
 		if c.Kind != strictjson.KindObject {
 			d.refuse(c.Pointer, envmanifest.ClassInvalidValue, "core must be an object, not %s", c.Kind)
-		} else if core, canonical, err := envmanifest.ParseCoreCanonical(c); err != nil {
+		} else if core, canonical, err := parseCore(c, coreCanonical); err != nil {
 			var re *envmanifest.RefusedError
 			if errors.As(err, &re) {
 				d.rs = append(d.rs, re.Refusals...)
@@ -310,7 +327,7 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	r.Policy = d.policy(top["policy"])
 	if n := top["lockfile"]; n != nil {
 		if s, ok := d.str(n, "lockfile"); ok {
-			if !sha256HexRE.MatchString(s) {
+			if !sha256HexRE().MatchString(s) {
 				d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "lockfile must be sha256: and 64 lowercase hex, not %q", s)
 			}
 			r.Lockfile = s
@@ -325,7 +342,7 @@ func decodeRef(inner *strictjson.Node) (*Ref, error) {
 	if r.IsV1() {
 		r.Generation = 1
 		if m, ok := d.members(top["rootfsDiff"], "rootfsDiff", layerMembers); ok {
-			r.Layers = []Layer{d.layer(top["rootfsDiff"], m)}
+			r.Layers = []Layer{d.layer(m)}
 		}
 	} else {
 		d.v2(inner, top, r)
@@ -378,7 +395,7 @@ func (d *refDecoder) schemaOf(inner *strictjson.Node) ([]refMember, bool) {
 // v2 decodes the members only a RefSchemaV2 ref has: generation, parent,
 // layers, spec, runtime and fence.
 func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node, r *Ref) {
-	gen, genOK := d.whole(inner, top["generation"], "generation", "generations", 1)
+	gen, genOK := d.whole(top["generation"], "generation", "generations", 1)
 	r.Generation = gen
 	if genOK {
 		for _, name := range []string{"parent", "fence"} {
@@ -394,7 +411,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 	}
 	if n := top["parent"]; n != nil {
 		if s, ok := d.str(n, "parent"); ok {
-			if !sha256HexRE.MatchString(s) {
+			if !sha256HexRE().MatchString(s) {
 				d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "parent must be sha256: and 64 lowercase hex (the parent ref file's digest), not %q", s)
 			} else {
 				r.Parent = digest.Digest(s)
@@ -402,7 +419,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 		}
 	}
 	if n := top["fence"]; n != nil {
-		r.Fence, _ = d.whole(inner, n, "fence", "fencing tokens", 1)
+		r.Fence, _ = d.whole(n, "fence", "fencing tokens", 1)
 	}
 	if n := top["layers"]; n != nil {
 		switch {
@@ -414,7 +431,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 			r.Layers = make([]Layer, 0, len(n.Elems))
 			for i, e := range n.Elems {
 				if m, ok := d.members(e, fmt.Sprintf("layer %d", i), layerMembers); ok {
-					r.Layers = append(r.Layers, d.layer(e, m))
+					r.Layers = append(r.Layers, d.layer(m))
 				}
 			}
 		}
@@ -428,7 +445,7 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 			spec.MediaType = s
 		}
 		spec.Digest = d.digest(m["digest"], "digest")
-		spec.Size = d.size(top["spec"], m["size"], "size")
+		spec.Size = d.size(m["size"], "size")
 		r.Spec = spec
 	}
 	if m, ok := d.members(top["runtime"], "runtime", runtimeMembers); ok {
@@ -475,7 +492,7 @@ func (d *refDecoder) policy(n *strictjson.Node) []string {
 			continue
 		}
 		switch {
-		case !envNameRE.MatchString(s):
+		case !envNameRE().MatchString(s):
 			d.refuse(e.Pointer, envmanifest.ClassInvalidValue, "policy entry %q is not an environment variable name", s)
 		case len(out) > 0 && s <= out[len(out)-1]:
 			d.refuse(e.Pointer, envmanifest.ClassInvalidValue, "policy must be sorted without duplicates: %q after %q", s, out[len(out)-1])
@@ -549,7 +566,7 @@ var LayerMediaTypes = []string{
 	ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayerZstd,
 }
 
-func (d *refDecoder) layer(obj *strictjson.Node, m map[string]*strictjson.Node) Layer {
+func (d *refDecoder) layer(m map[string]*strictjson.Node) Layer {
 	var l Layer
 	if s, ok := d.str(m["mediaType"], "mediaType"); ok {
 		if !slices.Contains(LayerMediaTypes, s) {
@@ -558,9 +575,9 @@ func (d *refDecoder) layer(obj *strictjson.Node, m map[string]*strictjson.Node) 
 		l.MediaType = s
 	}
 	l.Digest = d.digest(m["digest"], "digest")
-	l.Size = d.size(obj, m["size"], "size")
+	l.Size = d.size(m["size"], "size")
 	l.DiffID = d.digest(m["diffID"], "diffID")
-	l.UncompressedSize = d.size(obj, m["uncompressedSize"], "uncompressedSize")
+	l.UncompressedSize = d.size(m["uncompressedSize"], "uncompressedSize")
 	return l
 }
 

@@ -196,6 +196,9 @@ func (s *session) logger() *slog.Logger {
 // cobra unprinted: run (root.go) classifies and reports them.
 func (a *app) command(run func(s *session, args []string) (*result, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if endStartup != nil {
+			endStartup(isDecision(cmd))
+		}
 		s := &session{app: a, cmd: cmd, ctx: cmd.Context()}
 		defer s.close()
 		res, err := run(s, args)
@@ -215,6 +218,16 @@ func (a *app) command(run func(s *session, args []string) (*result, error)) func
 		}
 		return nil
 	}
+}
+
+// isDecision reports whether cmd only decides and exits: `resume
+// --check` (main.go startupGC keeps the collector off for it).
+func isDecision(cmd *cobra.Command) bool {
+	if cmd.Name() != "resume" {
+		return false
+	}
+	check, err := cmd.Flags().GetBool("check")
+	return err == nil && check
 }
 
 // badInput marks a file named on the command line that cannot be read or

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -247,6 +248,31 @@ type walker struct {
 	// members is a stack of the objects being read; each object's
 	// members are copied out once, at their final length.
 	members []Member
+	// ptrs holds the text of every JSON Pointer of the walk, one after
+	// the other: each Node.Pointer is a substring of it (one growing
+	// buffer instead of one allocation per value). A strings.Builder
+	// never changes bytes it has written, so the substrings stay valid
+	// while it grows.
+	ptrs strings.Builder
+}
+
+// pointer returns Pointer(parent, token), its text kept in w.ptrs.
+func (w *walker) pointer(parent, token string) string {
+	start := w.ptrs.Len()
+	w.ptrs.WriteString(parent)
+	w.ptrs.WriteByte('/')
+	w.ptrs.WriteString(escapeToken(token))
+	return w.ptrs.String()[start:]
+}
+
+// index returns the pointer of element i of the array at parent, its
+// text kept in w.ptrs.
+func (w *walker) index(parent string, i int) string {
+	start := w.ptrs.Len()
+	w.ptrs.WriteString(parent)
+	w.ptrs.WriteByte('/')
+	w.ptrs.WriteString(strconv.Itoa(i))
+	return w.ptrs.String()[start:]
 }
 
 const nodeSlab = 32
@@ -303,6 +329,9 @@ func walk(src []byte) (*Node, []*Error, *fatalError) {
 	pd := getDecoder(src, decoderOptions...)
 	defer putDecoder(pd)
 	w := &walker{dec: &pd.dec, src: src, str: string(src)}
+	// Pointers are about as long as the text they point into, nesting
+	// aside: one allocation for most walks.
+	w.ptrs.Grow(len(src))
 	switch w.dec.PeekKind() {
 	case '{':
 	case 0:
@@ -415,7 +444,7 @@ func (w *walker) object(ptr string, depth int) (*Node, *fatalError) {
 		if msg != "" {
 			w.report(ptr, Encoding, fmt.Sprintf("member name %s %s", strconv.QuoteToASCII(name), msg))
 		}
-		v, ferr := w.value(Pointer(ptr, name), depth+1)
+		v, ferr := w.value(w.pointer(ptr, name), depth+1)
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -441,7 +470,7 @@ func (w *walker) array(ptr string, depth int) (*Node, *fatalError) {
 			_, err := w.dec.ReadToken()
 			return nil, w.syntax(err)
 		}
-		v, ferr := w.value(ptr+"/"+strconv.Itoa(len(n.Elems)), depth+1)
+		v, ferr := w.value(w.index(ptr, len(n.Elems)), depth+1)
 		if ferr != nil {
 			return nil, ferr
 		}

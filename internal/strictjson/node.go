@@ -46,8 +46,8 @@ func (k Kind) String() string {
 // duplicate names kept and flagged; Elems holds a KindArray's elements.
 type Node struct {
 	Kind    Kind
+	Bool    bool // beside Kind: no padding after either (112 bytes, not 120)
 	Pointer string
-	Bool    bool
 	Str     string
 	Raw     []byte
 	Members []Member

@@ -6,12 +6,18 @@ import "strings"
 // escaping "~" as "~0" and "/" as "~1" (RFC 6901 §3). Pointer("", "a/b")
 // is "/a~1b".
 func Pointer(parent, token string) string {
+	return parent + "/" + escapeToken(token)
+}
+
+// escapeToken returns token escaped as one RFC 6901 reference token
+// ("~" → "~0", "/" → "~1"); token itself when it has neither.
+func escapeToken(token string) string {
 	// Two IndexByte scans (vectorized) rather than ContainsAny, which
 	// builds a set per call: a fifth of a walk's time went here.
 	if strings.IndexByte(token, '~') >= 0 || strings.IndexByte(token, '/') >= 0 {
-		token = pointerEscaper.Replace(token)
+		return pointerEscaper.Replace(token)
 	}
-	return parent + "/" + token
+	return token
 }
 
 // pointerEscaper escapes one RFC 6901 reference token (§3: "~" → "~0",
