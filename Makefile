@@ -24,6 +24,7 @@ build: ## build bin/sandbox-resume (stamped with VERSION)
 test: deps build ## all tests, with -race: unit and integration (integration needs root; under CI=true nothing skips)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -tags faultpoint ./internal/faultpoint
+	CGO_ENABLED=0 $(GO) test -count=1 -run 'TestLayerEncoder|TestChunkWriter' ./runtime/containerd
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 unit: build ## unit tests only (no daemon), with -race
