@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export PATH := $(CURDIR)/bin:/usr/local/go/bin:$(PATH)
 CONTAINERD_VERSION := $(shell awk '$$1=="github.com/containerd/containerd/v2"{print $$2; exit}' go.mod)
-APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo apache2-utils
+APT_PACKAGES := gcc runc busybox-static b3sum openssl zstd docker-registry skopeo apache2-utils
 FUZZTIME ?= 10m
 GOLANGCI_LINT_VERSION := v2.15.0
 
