@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 export PATH := $(CURDIR)/bin:/usr/local/go/bin:$(PATH)
 CONTAINERD_VERSION := $(shell awk '$$1=="github.com/containerd/containerd/v2"{print $$2; exit}' go.mod)
-APT_PACKAGES := runc busybox-static b3sum openssl zstd docker-registry skopeo apache2-utils
+APT_PACKAGES := gcc runc busybox-static b3sum openssl zstd docker-registry skopeo apache2-utils
 FUZZTIME ?= 10m
 GOLANGCI_LINT_VERSION := v2.15.0
 
@@ -24,6 +24,7 @@ build: ## build bin/sandbox-resume (stamped with VERSION)
 test: deps build ## all tests, with -race: unit and integration (integration needs root; under CI=true nothing skips)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -tags faultpoint ./internal/faultpoint
+	CGO_ENABLED=0 $(GO) test -count=1 -run 'TestLayerEncoder|TestChunkWriter' ./runtime/containerd
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 unit: build ## unit tests only (no daemon), with -race

@@ -186,7 +186,7 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 
 // CreateDiff implements snapshot.Differ. An active overlayfs snapshot this
 // process can read is diffed here, in one pass (differ.go: the upper
-// directory against the parent view, zstd at SpeedFastest, digest, diffID
+// directory against the parent view, zstd level 1 (zstdenc_*.go), digest, diffID
 // and size computed while the blob is written under the lease and checked
 // by the daemon at commit). Otherwise: rootfs.CreateDiff of the
 // container's snapshot against its parent through the diff service, media

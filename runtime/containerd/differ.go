@@ -19,7 +19,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/labels"
 	"github.com/containerd/continuity/fs"
 	"github.com/containerd/errdefs"
-	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sys/unix"
@@ -38,12 +37,15 @@ import (
 //     become ".wh." entries, opaque directories ".wh..wh..opq") against the
 //     parent view, as containerd's erofs differ does; archive.ChangeWriter
 //     writes the tar stream;
-//   - one pass: the tar stream is hashed (diffID) and counted
-//     (uncompressedSize) while klauspost's zstd encoder compresses it at
-//     SpeedFastest (the diff service uses the library's default level, and
-//     its gRPC request carries none); the compressed stream is hashed
-//     (digest) and counted while it is written into the content store under
-//     the run lease, in chunks, by a goroutine of its own;
+//   - one pass, in three stages that overlap like `tar -c | zstd -1 |
+//     sha256sum`: the walk hashes (diffID) and counts (uncompressedSize)
+//     the tar stream and hands it, in chunks, to the encoder's goroutine,
+//     which compresses it at zstd level 1 (libzstd through cgo, or
+//     klauspost's SpeedFastest in a CGO_ENABLED=0 build: zstdenc_*.go; the
+//     diff service uses klauspost's default level, and its gRPC request
+//     carries none); the compressed stream is hashed (digest) and counted
+//     while it is written into the content store under the run lease, in
+//     chunks, by a third goroutine;
 //   - what was stored is verified as it is stored: the content writer's
 //     commit names the expected size and digest, and the daemon, which
 //     hashes the bytes it writes, refuses a blob that differs (no
@@ -57,9 +59,13 @@ import (
 
 // diffChunkSize is how many compressed bytes go to the daemon per Write
 // (one gRPC round trip each), and diffChunks how many chunks are in flight.
+// encodeChunkSize and encodeChunks are the same for the uncompressed tar
+// stream on its way to the encoder's goroutine.
 const (
-	diffChunkSize = 2 << 20
-	diffChunks    = 4
+	diffChunkSize   = 2 << 20
+	diffChunks      = 4
+	encodeChunkSize = 1 << 20
+	encodeChunks    = 4
 )
 
 // Differ names how CreateDiff computes a container's layer.
@@ -324,24 +330,32 @@ func (r *Runtime) storeLayer(ctx context.Context, lease string, tarStream func(i
 	// The compressed bytes are hashed by the goroutine that sends them, not
 	// by the encoder's.
 	sink := newChunkWriter(io.MultiWriter(compressed.Hash(), &csize, cw), diffChunkSize, diffChunks)
-	// No frame checksum (xxhash of the content): the layer's digest and
-	// diffID already cover every byte, and are checked wherever it is read.
-	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false))
+	// libzstd level 1 in a cgo build, klauspost's SpeedFastest without
+	// (zstdenc_*.go); no frame checksum either way.
+	zw, err := newLayerEncoder(sink)
 	if err != nil {
 		sink.Close()
 		return diffLayer{}, err
 	}
-	werr := tarStream(io.MultiWriter(uncompressed.Hash(), &usize, zw))
+	// The encoder runs on a goroutine of its own too: the walk (file
+	// reads, tar, the diffID's hash) and the compression overlap, as
+	// `tar -c | zstd -1` do.
+	enc := newChunkWriter(zw, encodeChunkSize, encodeChunks)
+	werr := tarStream(io.MultiWriter(uncompressed.Hash(), &usize, enc))
+	eerr := enc.Close()
 	zerr := zw.Close()
 	serr := sink.Close()
 	if serr != nil {
 		return diffLayer{}, fmt.Errorf("write ingest %s: %w", ref, native(serr))
 	}
+	if eerr != nil {
+		return diffLayer{}, fmt.Errorf("compress layer: %w", eerr)
+	}
 	if werr != nil {
 		return diffLayer{}, &walkError{werr}
 	}
 	if zerr != nil {
-		return diffLayer{}, zerr
+		return diffLayer{}, fmt.Errorf("compress layer: %w", zerr)
 	}
 
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: compressed.Digest(), Size: int64(csize)}
