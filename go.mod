@@ -3,6 +3,7 @@ module github.com/sandbox-resume/sandbox-resume
 go 1.26.6
 
 require (
+	github.com/DataDog/zstd v1.5.7
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/containerd/containerd/api v1.12.0
 	github.com/containerd/containerd/v2 v2.4.2
@@ -40,7 +41,6 @@ require (
 )
 
 require (
-	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/Microsoft/go-winio v0.6.3-0.20251027160822-ad3df93bed29 // indirect
 	github.com/Microsoft/hcsshim v0.15.0-rc.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
