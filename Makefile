@@ -16,15 +16,16 @@ deps: ## install what is missing (apt packages as root; the containerd binaries 
 	@./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
 
 # The release --version names: the nearest tag, else the commit (and -dirty).
+TAGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 
 build: ## build bin/sandbox-resume (stamped with VERSION)
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sandbox-resume ./cmd/sandbox-resume
+	$(GO) build -tags "$(TAGS)" -ldflags "-X main.version=$(VERSION)" -o bin/sandbox-resume ./cmd/sandbox-resume
 
 test: deps build ## all tests, with -race: unit and integration (integration needs root; under CI=true nothing skips)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -tags faultpoint ./internal/faultpoint
-	CGO_ENABLED=0 $(GO) test -count=1 -run 'TestLayerEncoder|TestChunkWriter' ./runtime/containerd
+	$(GO) test -count=1 -tags libzstd -run 'TestLayerEncoder|TestChunkWriter' ./runtime/containerd
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 unit: build ## unit tests only (no daemon), with -race
@@ -46,6 +47,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml; the pinned GOLANGCI_LINT_V
 	@./hack/golangci-lint.sh $(GOLANGCI_LINT_VERSION)
 	bin/golangci-lint run ./...
 	bin/golangci-lint run --build-tags faultpoint ./internal/faultpoint/...
+	bin/golangci-lint run --build-tags libzstd ./runtime/containerd/...
 
 clean: ## remove build output (keeps the cached containerd binaries)
 	rm -f bin/sandbox-resume

@@ -40,8 +40,8 @@ import (
 //   - one pass, in three stages that overlap like `tar -c | zstd -1 |
 //     sha256sum`: the walk hashes (diffID) and counts (uncompressedSize)
 //     the tar stream and hands it, in chunks, to the encoder's goroutine,
-//     which compresses it at zstd level 1 (libzstd through cgo, or
-//     klauspost's SpeedFastest in a CGO_ENABLED=0 build: zstdenc_*.go; the
+//     which compresses it (klauspost's SpeedFastest by default, libzstd
+//     level 1 through cgo with -tags libzstd: zstdenc_*.go; the
 //     diff service uses klauspost's default level, and its gRPC request
 //     carries none); the compressed stream is hashed (digest) and counted
 //     while it is written into the content store under the run lease, in

@@ -10,8 +10,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// TestLayerEncoder: the build's layer encoder (libzstd with cgo,
-// klauspost without: run with CGO_ENABLED=0 too) writes one zstd frame
+// TestLayerEncoder: the build's layer encoder (klauspost by default,
+// libzstd with -tags libzstd: make test runs both) writes one zstd frame
 // that klauspost's decoder, the one materialize uses, reads back to the
 // same bytes, with no frame checksum; it compresses text; Close twice is
 // harmless; an error of the writer below reaches the caller.
