@@ -122,8 +122,9 @@ if ! command -v benchstat >/dev/null; then
   GOBIN=$root/.tools/bin go install golang.org/x/perf/cmd/benchstat@latest
 fi
 log "building"
-go build -o "$W/sandbox-resume" ./cmd/sandbox-resume
-go build -o bin/sandbox-resume ./cmd/sandbox-resume
+# static, as `make build` builds it
+CGO_ENABLED=0 go build -o "$W/sandbox-resume" ./cmd/sandbox-resume
+CGO_ENABLED=0 go build -o bin/sandbox-resume ./cmd/sandbox-resume
 cat >"$W/hello.go" <<'GO'
 package main
 
