@@ -366,7 +366,7 @@ section3() {
   : >"$W/life.tsv"
   SR_BENCH_OUT=$W/life.tsv SR_BENCH_SIZES=$sizes gobench "$W/go-life.log" -run '^$' -bench BenchmarkMoveLifecycle -benchtime 1x -timeout 60m ./test/integration
   log "   generation 2 (load $(load))"
-  gobench "$W/go-gen2.log" -run '^$' -bench BenchmarkSuspendGeneration2 -benchtime "${GEN2_RUNS:-3}x" -timeout 30m ./test/integration
+  gobench "$W/go-gen2.log" -run '^$' -bench BenchmarkSuspendGeneration2 -benchtime "${GEN2_RUNS:-9}x" -timeout 30m ./test/integration
   grep -E '^Benchmark' "$W/go-gen2.log" >"$W/go-gen2.txt"
   goagg "$W/go-gen2.txt" >"$W/agg-gen2.tsv"
   # per size and op: median min max n
@@ -426,7 +426,7 @@ section3() {
     done
     echo "### Generation 2: suspend cost follows the change"
     echo
-    echo "    go test -run '^\$' -bench BenchmarkSuspendGeneration2 -benchtime ${GEN2_RUNS:-3}x ./test/integration"
+    echo "    go test -run '^\$' -bench BenchmarkSuspendGeneration2 -benchtime ${GEN2_RUNS:-9}x ./test/integration"
     echo
     echo "A 256 MiB run of 16,384 files of 16 KiB (generation 1); each iteration resumes its latest generation twice: one incarnation is suspended with nothing changed (the fixed part: process start, ledger, pause, stop, deleting the incarnation), the other after 8 MiB changed (256 files rewritten, 256 new); the baseline is \`tar -c | zstd -1 | sha256sum\` of the incarnation's upper directory (the 8 MiB), timed in alternating order with the suspend. Medians over the iterations:"
     echo
