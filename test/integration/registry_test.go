@@ -79,13 +79,13 @@ func credHelper(t testing.TB, creds map[string][2]string) string {
 			credHelperErr = err
 			return
 		}
+		credHelperDir = dir // TestMain removes it, built or not
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "docker-credential-srtest"), "./test/integration/credhelper")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			credHelperErr = errors.New("go build ./test/integration/credhelper: " + err.Error() + "\n" + string(out))
 			return
 		}
-		credHelperDir = dir
 	})
 	if credHelperErr != nil {
 		t.Fatal(credHelperErr)
