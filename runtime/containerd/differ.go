@@ -330,7 +330,7 @@ func (r *Runtime) storeLayer(ctx context.Context, lease string, tarStream func(i
 	// The compressed bytes are hashed by the goroutine that sends them, not
 	// by the encoder's.
 	sink := newChunkWriter(io.MultiWriter(compressed.Hash(), &csize, cw), diffChunkSize, diffChunks)
-	// libzstd level 1 in a cgo build, klauspost's SpeedFastest without
+	// klauspost's SpeedFastest, or libzstd level 1 with -tags libzstd
 	// (zstdenc_*.go); no frame checksum either way.
 	zw, err := newLayerEncoder(sink)
 	if err != nil {
