@@ -157,35 +157,14 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 	if len(v.Drift) > 0 {
 		fmt.Fprintf(w, "\ndrift (%d):\n", len(v.Drift))
 		for _, d := range v.Drift {
-			fmt.Fprintf(w, "  %s", d.Pointer)
-			if d.OfferedPointer != "" {
-				fmt.Fprintf(w, " (offered at %s)", d.OfferedPointer)
-			}
-			rec, off := "absent", "absent"
-			if d.Recorded != nil {
-				rec = string(d.Recorded)
-			}
-			if d.Offered != nil {
-				off = string(d.Offered)
-			}
-			fmt.Fprintf(w, ": recorded %s, offered %s\n", rec, off)
+			writeDrift(w, d.Pointer, d.OfferedPointer, d.Recorded, d.Offered)
+			fmt.Fprintln(w)
 		}
 	}
 	if len(v.SpecDrift) > 0 {
 		fmt.Fprintf(w, "\nspec drift (%d):\n", len(v.SpecDrift))
 		for _, d := range v.SpecDrift {
-			fmt.Fprintf(w, "  %s", d.Pointer)
-			if d.OfferedPointer != "" {
-				fmt.Fprintf(w, " (offered at %s)", d.OfferedPointer)
-			}
-			rec, off := "absent", "absent"
-			if d.Recorded != nil {
-				rec = string(d.Recorded)
-			}
-			if d.Offered != nil {
-				off = string(d.Offered)
-			}
-			fmt.Fprintf(w, ": recorded %s, offered %s", rec, off)
+			writeDrift(w, d.Pointer, d.OfferedPointer, d.Recorded, d.Offered)
 			if d.Allowed {
 				fmt.Fprint(w, " (allowed)")
 			}
@@ -220,4 +199,22 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 		return
 	}
 	fmt.Fprintf(w, "\nrefused: %s (exit %d)\n", v.Class, v.ExitCode)
+}
+
+// writeDrift writes one drift line of the verdict text, without its
+// newline: "  POINTER [(offered at P)]: recorded R, offered O", where an
+// absent side (nil) is "absent".
+func writeDrift(w io.Writer, pointer, offeredPointer string, recorded, offered []byte) {
+	fmt.Fprintf(w, "  %s", pointer)
+	if offeredPointer != "" {
+		fmt.Fprintf(w, " (offered at %s)", offeredPointer)
+	}
+	rec, off := "absent", "absent"
+	if recorded != nil {
+		rec = string(recorded)
+	}
+	if offered != nil {
+		off = string(offered)
+	}
+	fmt.Fprintf(w, ": recorded %s, offered %s", rec, off)
 }
