@@ -17,7 +17,7 @@ import (
 	mfake "github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	sfake "github.com/sandbox-resume/sandbox-resume/snapshot/fake"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
+	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
 // The golden transcripts: every command over the fakes (world_test.go),

@@ -122,7 +122,7 @@ var Layout = map[string]Place{
 
 	"migrate":                 {6, "migrate", Library},
 	"migrate/fake":            {6, "migrate", Library},
-	"snapshot/suspend":        {6, "suspend", Library},
+	"suspend":                 {6, "suspend", Library},
 	"snapshot/capturertest":   {6, "suspend", Library}, // the Capturer suite runs suspend
 	"resume":                  {6, "resume", Library},
 	"resume/fake":             {6, "resume", Library},
@@ -275,7 +275,7 @@ func refuse(p, key string, place Place, q string) string {
 			return "adapters never import each other"
 		case qplace.Kind == Command:
 			return "adapters never import cmd"
-		case within(q, "snapshot/suspend"):
+		case within(q, "suspend"):
 			return "adapters never import snapshot/suspend"
 		}
 	}

@@ -32,7 +32,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
+	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
 // Probe lets the suite look at the store behind a Capturer.

@@ -21,7 +21,7 @@ import (
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
+	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
 // The tests of later generations (docs/design.md "Suspend", steps 2, 3, 5,

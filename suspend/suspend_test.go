@@ -21,7 +21,7 @@ import (
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
+	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
 const busybox = "docker.io/library/busybox:1"

@@ -17,7 +17,7 @@ import (
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
+	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
 // labelledFake is newFake with the image docker.io/library/meta:1 (the
