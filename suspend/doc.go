@@ -13,8 +13,8 @@
 // incarnation it stopped is deleted, and the layers no generation among
 // the latest few names are released from the run lease.
 //
-// Run talks to containerd only through the snapshot.Capturer seam
-// (runtime/containerd implements it against a daemon, snapshot/fake in
+// Run talks to containerd only through the host roles Host composes
+// (runtime/containerd implements them against a daemon, host/memhost in
 // memory) and to the ledger through ledger.Ledger (ledger/bolt, ledger/etcd,
 // ledger/fake). Every step is safe to interrupt: the container carries the
 // io.sandbox-resume.suspending label until the suspend finished, and a

@@ -17,10 +17,10 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
@@ -33,12 +33,12 @@ import (
 // are the tree the layers give, its snapshot's parent the chain of the
 // base and the layers), labelled run, manifest, generation, ref and fence,
 // running, and take the claim Live. It returns the fence.
-func resumeInto(t *testing.T, f *fake.Capturer, l ledger.Ledger, res *suspend.Result, id string) uint64 {
+func resumeInto(t *testing.T, f *memhost.Machine, l ledger.Ledger, res *suspend.Result, id string) uint64 {
 	t.Helper()
 	ctx := context.Background()
 	ref := res.Ref
 	claim, err := l.Claim(ctx, ledger.ClaimRequest{Run: ref.Run, Generation: ref.Generation, Ref: res.RefBlob,
-		Holder: ledger.Holder{Container: ledger.Container{Host: testHost.ID, Namespace: fake.Namespace, ID: id}, PID: 7, Start: "s", Boot: "b"}})
+		Holder: ledger.Holder{Container: ledger.Container{Host: testHost.ID, Namespace: memhost.DefaultNamespace, ID: id}, PID: 7, Start: "s", Boot: "b"}})
 	if err != nil {
 		t.Fatalf("claim generation %d: %v", ref.Generation, err)
 	}
@@ -50,19 +50,19 @@ func resumeInto(t *testing.T, f *fake.Capturer, l ledger.Ledger, res *suspend.Re
 	for _, l := range ref.Layers {
 		diffIDs = append(diffIDs, l.DiffID)
 	}
-	f.AddContainer(fake.Container{ID: id, Image: ref.Base.Name, Task: snapshot.TaskRunning, Files: files, Lower: files, Layers: diffIDs,
+	f.AddContainer(memhost.Container{ID: id, Image: ref.Base.Name, Task: snapshot.TaskRunning, Files: files, Lower: files, Layers: diffIDs,
 		Labels: map[string]string{
 			snapshot.LabelRun: ref.Run, snapshot.LabelManifest: ref.Manifest, snapshot.LabelGeneration: strconv.FormatUint(ref.Generation, 10),
 			snapshot.LabelRef: res.RefBlob.String(), snapshot.LabelFence: strconv.FormatUint(claim.Fence(), 10),
 		}})
-	if _, err := claim.Live(ctx, ledger.Container{Host: testHost.ID, Namespace: fake.Namespace, ID: id}); err != nil {
+	if _, err := claim.Live(ctx, ledger.Container{Host: testHost.ID, Namespace: memhost.DefaultNamespace, ID: id}); err != nil {
 		t.Fatal(err)
 	}
 	return claim.Fence()
 }
 
 // tree returns the files a ref's layers give.
-func tree(t *testing.T, f *fake.Capturer, ref *snapshot.Ref) map[string][]byte {
+func tree(t *testing.T, f *memhost.Machine, ref *snapshot.Ref) map[string][]byte {
 	t.Helper()
 	files, err := f.Tree(ref.Layers)
 	if err != nil {
@@ -78,7 +78,7 @@ func sameFiles(t *testing.T, what string, got, want map[string][]byte) {
 	}
 }
 
-func filesOf(t *testing.T, f *fake.Capturer, id string) map[string][]byte {
+func filesOf(t *testing.T, f *memhost.Machine, id string) map[string][]byte {
 	t.Helper()
 	files, err := f.Files(id)
 	if err != nil {
@@ -87,14 +87,14 @@ func filesOf(t *testing.T, f *fake.Capturer, id string) map[string][]byte {
 	return files
 }
 
-func edit(t *testing.T, f *fake.Capturer, id string, fn func(map[string][]byte)) {
+func edit(t *testing.T, f *memhost.Machine, id string, fn func(map[string][]byte)) {
 	t.Helper()
 	if err := f.EditFiles(id, fn); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func noOps(t *testing.T, f *fake.Capturer, from int, ops ...string) {
+func noOps(t *testing.T, f *memhost.Machine, from int, ops ...string) {
 	t.Helper()
 	for _, op := range f.Ops()[from:] {
 		if slices.Contains(ops, op) {
@@ -265,7 +265,7 @@ func TestSuspendKeepRunningTwice(t *testing.T) {
 		if _, err := suspend.Run(ctx, f, l, req); !errors.Is(err, suspend.ErrAlreadySuspended) {
 			t.Fatalf("suspend of a suspended container: %v, want ErrAlreadySuspended", err)
 		}
-		noOps(t, f, n, fake.OpPauseTask, fake.OpCreateLease, fake.OpSetLabels)
+		noOps(t, f, n, memhost.OpPauseTask, memhost.OpCreateLease, memhost.OpSetLabels)
 	})
 	t.Run("incarnation", func(t *testing.T) {
 		f, e, l := newFake(), newEnv(t, `{"image":"busybox:1"}`), ledgerfake.New()
@@ -339,7 +339,7 @@ func TestSuspendFlatten(t *testing.T) {
 			if res, err = suspend.Run(ctx, f, l, req); err != nil {
 				t.Fatal(err)
 			}
-			wantLayers, flat := g, slices.Contains(f.Ops()[n:], fake.OpCreateFlatDiff)
+			wantLayers, flat := g, slices.Contains(f.Ops()[n:], memhost.OpCreateFlatDiff)
 			switch g {
 			case 3:
 				wantLayers = 1
@@ -452,7 +452,7 @@ func TestSuspendKeepGenerations(t *testing.T) {
 // laterFixture is a run at generation 1 resumed into incarnation "inc"
 // (fence 1), which then wrote file "w"; generation 1's ref file is
 // removed.
-func laterFixture(t *testing.T, config string) (*fake.Capturer, env, *ledgerfake.Ledger, *suspend.Result) {
+func laterFixture(t *testing.T, config string) (*memhost.Machine, env, *ledgerfake.Ledger, *suspend.Result) {
 	t.Helper()
 	f, e, l := newFake(), newEnv(t, config), ledgerfake.New()
 	res, err := suspend.Run(context.Background(), f, l, e.req("Box-1", "later"))
@@ -473,58 +473,58 @@ func TestSuspendLaterRefusals(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
-		prepare func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request
+		prepare func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request
 		want    error
 	}{
-		{"taken over: another fence", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"taken over: another fence", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 1, Ref: g1.RefBlob, TakeOver: true,
 				Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "other"}, PID: 1}}); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
 		}, suspend.ErrRunConflict},
-		{"discarded", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"discarded", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if _, err := l.Discard(ctx, "later", true); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
 		}, suspend.ErrRunConflict},
-		{"fence label not the record's", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"fence label not the record's", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if err := f.SetContainerLabels(ctx, "inc", map[string]string{snapshot.LabelFence: "7"}); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
 		}, suspend.ErrRunConflict},
-		{"run other than the label", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"run other than the label", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			return e.req("inc", "other")
 		}, suspend.ErrRunMismatch},
-		{"declaration changed", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"declaration changed", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if err := os.WriteFile(e.cfg, []byte(`{"image":"busybox:1","containerEnv":{"A":"1"}}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
 		}, suspend.ErrMismatch},
-		{"snapshot not built from the generation", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"snapshot not built from the generation", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			c := container(t, f, "inc")
 			files := filesOf(t, f, "inc")
-			f.AddContainer(fake.Container{ID: "inc", Image: busybox, Task: snapshot.TaskRunning, Labels: c.Labels, Files: files, Created: c.Created})
+			f.AddContainer(memhost.Container{ID: "inc", Image: busybox, Task: snapshot.TaskRunning, Labels: c.Labels, Files: files, Created: c.Created})
 			return e.req("inc", "")
 		}, suspend.ErrMismatch},
-		{"parent ref blob gone", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"parent ref blob gone", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			f.DeleteBlob(g1.RefBlob)
 			return e.req("inc", "")
 		}, suspend.ErrSnapshotMissing},
-		{"parent ref blob corrupt", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"parent ref blob corrupt", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			f.CorruptBlob(g1.RefBlob, []byte(`{"other":"bytes"}`))
 			return e.req("inc", "")
 		}, suspend.ErrSnapshotMissing},
-		{"ref label not a digest", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"ref label not a digest", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if err := f.SetContainerLabels(ctx, "inc", map[string]string{snapshot.LabelRef: "sha256:nope"}); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
 		}, suspend.ErrSnapshotMissing},
-		{"resumed-from ref blob gone", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"resumed-from ref blob gone", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			// After a kept-running generation 2 the parent is 2, the
 			// generation resumed from still 1: its blob is read too.
 			req := e.req("inc", "")
@@ -538,18 +538,18 @@ func TestSuspendLaterRefusals(t *testing.T) {
 			f.DeleteBlob(g1.RefBlob)
 			return e.req("inc", "")
 		}, suspend.ErrSnapshotMissing},
-		{"resumed-from generation label wrong", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"resumed-from generation label wrong", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if err := f.SetContainerLabels(ctx, "inc", map[string]string{snapshot.LabelGeneration: "3"}); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
 		}, suspend.ErrSnapshotMissing},
-		{"policy other than the parent's", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"policy other than the parent's", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			req := e.req("inc", "")
 			req.Policy, req.PolicySet = []string{"LD_PRELOAD"}, true
 			return req
 		}, suspend.ErrPolicyMismatch},
-		{"base content gone", func(t *testing.T, f *fake.Capturer, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
+		{"base content gone", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			f.DeleteBlob(g1.Ref.Base.ConfigDigest)
 			return e.req("inc", "")
 		}, snapshot.ErrImageUnresolved},
@@ -565,7 +565,7 @@ func TestSuspendLaterRefusals(t *testing.T) {
 			}
 			t.Logf("%v", err)
 			e.noRefFile(t)
-			noOps(t, f, n, fake.OpPauseTask, fake.OpSetLabels, fake.OpCreateDiff, fake.OpWriteBlob)
+			noOps(t, f, n, memhost.OpPauseTask, memhost.OpSetLabels, memhost.OpCreateDiff, memhost.OpWriteBlob)
 			if c := container(t, f, "inc"); c.Task != snapshot.TaskRunning || c.Labels[snapshot.LabelSuspending] != "" {
 				t.Fatalf("task %q labels %v", c.Task, c.Labels)
 			}
@@ -586,7 +586,7 @@ func TestSuspendLaterPolicy(t *testing.T) {
 		if err := f.EditFiles("Box-1", func(map[string][]byte) {}); err != nil {
 			t.Fatal(err)
 		}
-		f.AddContainer(fake.Container{ID: "pol", Image: busybox, Task: snapshot.TaskRunning,
+		f.AddContainer(memhost.Container{ID: "pol", Image: busybox, Task: snapshot.TaskRunning,
 			Spec: []byte(`{"ociVersion":"1.2.0","process":{"env":["LD_PRELOAD=/x.so"]}}`)})
 		req := e.req("pol", "pol")
 		req.Policy, req.PolicySet = []string{}, true // generation 1 with no reserved names
@@ -631,7 +631,7 @@ func TestSuspendSpecChecks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, e, l := newFake(), newEnv(t, tc.config), ledgerfake.New()
-			f.AddContainer(fake.Container{ID: "sp", Image: busybox, Task: snapshot.TaskRunning, Spec: []byte(tc.spec)})
+			f.AddContainer(memhost.Container{ID: "sp", Image: busybox, Task: snapshot.TaskRunning, Spec: []byte(tc.spec)})
 			n := len(f.Ops())
 			_, err := suspend.Run(ctx, f, l, e.req("sp", "sp"))
 			if tc.want == nil {
@@ -648,7 +648,7 @@ func TestSuspendSpecChecks(t *testing.T) {
 					t.Errorf("error %q does not name %s", err, w)
 				}
 			}
-			noOps(t, f, n, fake.OpPauseTask, fake.OpSetLabels, fake.OpCreateLease)
+			noOps(t, f, n, memhost.OpPauseTask, memhost.OpSetLabels, memhost.OpCreateLease)
 			e.noRefFile(t)
 		})
 	}
@@ -722,7 +722,7 @@ func TestSuspendLaterLedgerOutcomes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Finished != recorded || slices.Contains(f.Ops()[n:], fake.OpCreateDiff) == recorded || !res.Deleted || res.Ref.Generation != 2 {
+			if res.Finished != recorded || slices.Contains(f.Ops()[n:], memhost.OpCreateDiff) == recorded || !res.Deleted || res.Ref.Generation != 2 {
 				t.Fatalf("finished %t deleted %t, operations %v", res.Finished, res.Deleted, f.Ops()[n:])
 			}
 		})
@@ -747,12 +747,12 @@ func TestSuspendLaterCrashAnywhere(t *testing.T) {
 			}
 			return f.Ops()[n:]
 		}()
-		stop, last := fake.OpStopTask, fake.OpDeleteContainer
+		stop, last := memhost.OpStopTask, memhost.OpDeleteContainer
 		if keep {
-			stop, last = fake.OpResumeTask, fake.OpSetLabels
+			stop, last = memhost.OpResumeTask, memhost.OpSetLabels
 		}
-		want := []string{fake.OpContainer, fake.OpHost, fake.OpReadBlob, fake.OpImageLabels, fake.OpCreateLease, fake.OpHoldBase, fake.OpSetLabels,
-			fake.OpPauseTask, fake.OpCreateDiff, fake.OpWriteBlob, fake.OpWriteBlob, stop, fake.OpReadBlob, last}
+		want := []string{memhost.OpContainer, memhost.OpHost, memhost.OpReadBlob, memhost.OpImageLabels, memhost.OpCreateLease, memhost.OpHoldBase, memhost.OpSetLabels,
+			memhost.OpPauseTask, memhost.OpCreateDiff, memhost.OpWriteBlob, memhost.OpWriteBlob, stop, memhost.OpReadBlob, last}
 		if fmt.Sprint(ops) != fmt.Sprint(want) {
 			t.Fatalf("keep %t: operations %v, want %v", keep, ops, want)
 		}
@@ -853,7 +853,7 @@ func TestSuspendLaterCrashAnywhere(t *testing.T) {
 // and left as found.
 func TestSuspendLaterRerunNotOurs(t *testing.T) {
 	ctx := context.Background()
-	interrupted := func(t *testing.T, after bool) (*fake.Capturer, env, *ledgerfake.Ledger, *suspend.Result) {
+	interrupted := func(t *testing.T, after bool) (*memhost.Machine, env, *ledgerfake.Ledger, *suspend.Result) {
 		f, e, inner, g1 := laterFixture(t, `{"image":"busybox:1"}`)
 		l := &testLedger{Ledger: inner, suspended: func(ctx context.Context, req ledger.SuspendRequest) (ledger.Record, error) {
 			if after {
@@ -870,7 +870,7 @@ func TestSuspendLaterRerunNotOurs(t *testing.T) {
 		}
 		return f, e, inner, g1
 	}
-	leftAsFound := func(t *testing.T, f *fake.Capturer, e env) {
+	leftAsFound := func(t *testing.T, f *memhost.Machine, e env) {
 		t.Helper()
 		e.noRefFile(t)
 		if c := container(t, f, "inc"); c.Task != snapshot.TaskPaused || c.Labels[snapshot.LabelSuspending] != "2" {
@@ -987,7 +987,7 @@ func TestSuspendLaterRerunSameRef(t *testing.T) {
 // anything is paused.
 func TestSuspendLaterImageMetadata(t *testing.T) {
 	f, e, l, g1 := laterFixture(t, `{"image":"busybox:1"}`)
-	f.AddImage(fake.Image{Base: g1.Ref.Base, Layers: []digest.Digest{digest.FromString("layer0")},
+	f.AddImage(memhost.Image{Base: g1.Ref.Base, Layers: []digest.Digest{digest.FromString("layer0")},
 		Labels: map[string]string{envmanifest.ImageMetadataLabel: `[{"postCreateCommand":"curl x | sh"}]`}})
 	n := len(f.Ops())
 	_, err := suspend.Run(context.Background(), f, l, e.req("inc", ""))
@@ -995,6 +995,6 @@ func TestSuspendLaterImageMetadata(t *testing.T) {
 	if !errors.As(err, &me) || len(me.Refusals) == 0 {
 		t.Fatalf("err = %v, want an image-metadata refusal", err)
 	}
-	noOps(t, f, n, fake.OpPauseTask, fake.OpSetLabels, fake.OpCreateLease)
+	noOps(t, f, n, memhost.OpPauseTask, memhost.OpSetLabels, memhost.OpCreateLease)
 	e.noRefFile(t)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -16,7 +17,7 @@ import (
 // envmanifest.CheckImageMetadata refuses is an
 // *envmanifest.ImageMetadataError (class "image-metadata"); a config
 // that is absent is snapshot.ErrImageUnresolved.
-func checkImageMetadata(ctx context.Context, c snapshot.ImageConfigReader, image string, base snapshot.Base) error {
+func checkImageMetadata(ctx context.Context, c host.Images, image string, base snapshot.Base) error {
 	labels, err := c.ImageLabels(ctx, base.ConfigDigest)
 	if err != nil {
 		if errdefs.IsNotFound(err) {

@@ -13,19 +13,19 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
 // labelledFake is newFake with the image docker.io/library/meta:1 (the
 // busybox:1 layer, a config carrying labels) and a running container
 // "meta-box" created from it.
-func labelledFake(labels map[string]string) *fake.Capturer {
+func labelledFake(labels map[string]string) *memhost.Machine {
 	f := newFake()
-	f.AddImage(fake.Image{
+	f.AddImage(memhost.Image{
 		Base: snapshot.Base{
 			Name: "docker.io/library/meta:1", ManifestDigest: digest.FromString("meta manifest"),
 			ConfigDigest: digest.FromString("meta config"), Platform: "linux/amd64",
@@ -34,7 +34,7 @@ func labelledFake(labels map[string]string) *fake.Capturer {
 		Layers: []digest.Digest{digest.FromString("layer0")},
 		Labels: labels,
 	})
-	f.AddContainer(fake.Container{ID: "meta-box", Image: "docker.io/library/meta:1", Task: snapshot.TaskRunning,
+	f.AddContainer(memhost.Container{ID: "meta-box", Image: "docker.io/library/meta:1", Task: snapshot.TaskRunning,
 		Files: map[string][]byte{"a.txt": []byte("A")}})
 	return f
 }
@@ -93,7 +93,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 			if recs, lerr := l.List(ctx); lerr != nil || len(recs) != 0 {
 				t.Errorf("ledger records %v (err %v) after the refusal", recs, lerr)
 			}
-			want := []string{fake.OpContainer, fake.OpHost, fake.OpResolveImage, fake.OpImageLabels}
+			want := []string{memhost.OpContainer, memhost.OpHost, memhost.OpResolveImage, memhost.OpImageLabels}
 			if fmt.Sprint(f.Ops()) != fmt.Sprint(want) {
 				t.Errorf("operations %v, want only %v", f.Ops(), want)
 			}
@@ -122,7 +122,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 	t.Run("config unreadable", func(t *testing.T) {
 		f := labelledFake(testimage.MetadataCases[0].Labels())
 		f.Hook = func(op string) error {
-			if op == fake.OpImageLabels {
+			if op == memhost.OpImageLabels {
 				return fmt.Errorf("config blob: %w", errdefs.ErrNotFound)
 			}
 			return nil
@@ -132,7 +132,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 			t.Fatalf("err = %v, want ErrImageUnresolved", err)
 		}
 		f.Hook = func(op string) error {
-			if op == fake.OpImageLabels {
+			if op == memhost.OpImageLabels {
 				return fmt.Errorf("daemon: %w", errdefs.ErrUnavailable)
 			}
 			return nil

@@ -281,7 +281,7 @@ type Result struct {
 // hold the process between steps with the environment variable
 // SANDBOX_RESUME_TEST_PAUSE_AT in a binary built with -tags faultpoint
 // (faultpoint.go).
-func Run(ctx context.Context, c snapshot.Capturer, l ledger.Ledger, req Request) (*Result, error) {
+func Run(ctx context.Context, c Host, l ledger.Ledger, req Request) (*Result, error) {
 	if req.ContainerID == "" {
 		return nil, errors.New("suspend: no container id")
 	}
@@ -313,7 +313,7 @@ func Run(ctx context.Context, c snapshot.Capturer, l ledger.Ledger, req Request)
 
 // suspension is one call of Run.
 type suspension struct {
-	c      snapshot.Capturer
+	c      Host
 	l      ledger.Ledger
 	req    Request
 	now    func() time.Time

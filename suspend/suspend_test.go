@@ -17,10 +17,10 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
@@ -31,10 +31,10 @@ var testHost = snapshot.Host{ID: "host-a", IDSource: snapshot.IDSourceIntrospect
 // runcOptions is a runtime options Any as containerd holds it.
 var runcOptions = &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: []byte("\x32\x0d/usr/bin/runc\x48\x01")}
 
-func newFake() *fake.Capturer {
-	f := fake.New(testHost)
+func newFake() *memhost.Machine {
+	f := memhost.New(testHost)
 	for i, name := range []string{busybox, "docker.io/library/alpine:3"} {
-		f.AddImage(fake.Image{
+		f.AddImage(memhost.Image{
 			Base: snapshot.Base{
 				Name: name, IndexDigest: digest.FromString(fmt.Sprint("index", i)), ManifestDigest: digest.FromString(fmt.Sprint("manifest", i)),
 				ConfigDigest: digest.FromString(fmt.Sprint("config", i)), Platform: "linux/amd64",
@@ -43,9 +43,9 @@ func newFake() *fake.Capturer {
 			Layers: []digest.Digest{digest.FromString(fmt.Sprint("layer", i))},
 		})
 	}
-	f.AddContainer(fake.Container{ID: "Box-1", Image: busybox, Task: snapshot.TaskRunning, Files: map[string][]byte{"a.txt": []byte("A")},
+	f.AddContainer(memhost.Container{ID: "Box-1", Image: busybox, Task: snapshot.TaskRunning, Files: map[string][]byte{"a.txt": []byte("A")},
 		Runtime: snapshot.Runtime{Name: "io.containerd.runc.v2", Options: runcOptions}})
-	f.AddContainer(fake.Container{ID: "alp", Image: "docker.io/library/alpine:3", Task: snapshot.TaskRunning})
+	f.AddContainer(memhost.Container{ID: "alp", Image: "docker.io/library/alpine:3", Task: snapshot.TaskRunning})
 	return f
 }
 
@@ -84,7 +84,7 @@ func (e env) noRefFile(t *testing.T) {
 	}
 }
 
-func container(t *testing.T, f *fake.Capturer, id string) snapshot.Container {
+func container(t *testing.T, f *memhost.Machine, id string) snapshot.Container {
 	t.Helper()
 	c, err := f.Container(context.Background(), id)
 	if err != nil {
@@ -145,7 +145,7 @@ func TestSuspendRefusals(t *testing.T) {
 			}
 			e.noRefFile(t)
 			for _, op := range f.Ops() {
-				if op == fake.OpCreateLease || op == fake.OpPauseTask || op == fake.OpSetLabels {
+				if op == memhost.OpCreateLease || op == memhost.OpPauseTask || op == memhost.OpSetLabels {
 					t.Fatalf("%s happened before the refusal", op)
 				}
 			}
@@ -219,7 +219,7 @@ func TestSuspendWritesV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ledger.SuspendedBy{Container: ledger.Container{Host: "host-a", Namespace: fake.Namespace, ID: "Box-1"}, Created: before.Created, Generation: 1}
+	want := ledger.SuspendedBy{Container: ledger.Container{Host: "host-a", Namespace: memhost.DefaultNamespace, ID: "Box-1"}, Created: before.Created, Generation: 1}
 	if rec.State != ledger.StateSuspended || rec.Generation != 1 || rec.Ref != res.RefBlob || rec.Holder != nil ||
 		rec.SuspendedBy == nil || *rec.SuspendedBy != want || res.Record.Ref != rec.Ref {
 		t.Fatalf("record %+v, suspendedBy %+v", rec, rec.SuspendedBy)
@@ -296,7 +296,7 @@ func TestSuspendLabels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
-			f.AddContainer(fake.Container{ID: "box-9", Image: busybox, Task: snapshot.TaskRunning, Labels: tc.labels})
+			f.AddContainer(memhost.Container{ID: "box-9", Image: busybox, Task: snapshot.TaskRunning, Labels: tc.labels})
 			e := newEnv(t, `{"image":"busybox:1"}`)
 			l := ledgerfake.New()
 			res, err := suspend.Run(ctx, f, l, e.req("box-9", tc.run))
@@ -311,7 +311,7 @@ func TestSuspendLabels(t *testing.T) {
 			}
 			e.noRefFile(t)
 			for _, op := range f.Ops() {
-				if op == fake.OpCreateLease || op == fake.OpPauseTask || op == fake.OpSetLabels {
+				if op == memhost.OpCreateLease || op == memhost.OpPauseTask || op == memhost.OpSetLabels {
 					t.Fatalf("%s happened before the refusal", op)
 				}
 			}
@@ -370,7 +370,7 @@ func TestSuspendRunTaken(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 			e.noRefFile(t)
-			if slices.Contains(f.Ops(), fake.OpPauseTask) || slices.Contains(f.Ops(), fake.OpCreateLease) {
+			if slices.Contains(f.Ops(), memhost.OpPauseTask) || slices.Contains(f.Ops(), memhost.OpCreateLease) {
 				t.Fatalf("operations %v before the refusal", f.Ops())
 			}
 			if after, _ := l.Get(ctx, "r"); after.Updated != before.Updated {
@@ -390,7 +390,7 @@ func mustSuspend(t *testing.T, l ledger.Ledger, run string, c ledger.Container) 
 
 // notRecorded checks step 5's "refused or failed": the task runs again,
 // the suspending label is gone and the run label restored, no ref file.
-func notRecorded(t *testing.T, f *fake.Capturer, e env, l ledger.Ledger) {
+func notRecorded(t *testing.T, f *memhost.Machine, e env, l ledger.Ledger) {
 	t.Helper()
 	e.noRefFile(t)
 	c := container(t, f, "Box-1")
@@ -426,7 +426,7 @@ func TestSuspendLedgerOutcomes(t *testing.T) {
 	t.Run("refused on the rerun of a crash that left the task paused", func(t *testing.T) {
 		f, e, inner := newFake(), newEnv(t, `{"image":"busybox:1"}`), ledgerfake.New()
 		f.Hook = func(op string) error {
-			if op == fake.OpCreateDiff {
+			if op == memhost.OpCreateDiff {
 				panic(crash{op})
 			}
 			return nil
@@ -521,7 +521,7 @@ func TestSuspendLedgerOutcomes(t *testing.T) {
 				if err != nil {
 					t.Fatalf("recorded %t: rerun: %v", recorded, err)
 				}
-				if res.Finished != recorded || slices.Contains(f.Ops()[n:], fake.OpCreateDiff) == recorded {
+				if res.Finished != recorded || slices.Contains(f.Ops()[n:], memhost.OpCreateDiff) == recorded {
 					t.Fatalf("recorded %t: finished %t, rerun operations %v", recorded, res.Finished, f.Ops()[n:])
 				}
 				wantTask := snapshot.TaskNone
@@ -547,7 +547,7 @@ func TestSuspendLedgerOutcomes(t *testing.T) {
 type crash struct{ at string }
 
 // runCrashing runs Run and reports whether it crashed.
-func runCrashing(f *fake.Capturer, l ledger.Ledger, req suspend.Request) (crashed string, err error) {
+func runCrashing(f *memhost.Machine, l ledger.Ledger, req suspend.Request) (crashed string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c, ok := r.(crash)
@@ -579,12 +579,12 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 			}
 			return f.Ops()
 		}()
-		last := fake.OpStopTask
+		last := memhost.OpStopTask
 		if keep {
-			last = fake.OpResumeTask
+			last = memhost.OpResumeTask
 		}
-		want := []string{fake.OpContainer, fake.OpHost, fake.OpResolveImage, fake.OpImageLabels, fake.OpCreateLease, fake.OpHoldBase, fake.OpSetLabels,
-			fake.OpPauseTask, fake.OpCreateDiff, fake.OpWriteBlob, fake.OpWriteBlob, last, fake.OpSetLabels}
+		want := []string{memhost.OpContainer, memhost.OpHost, memhost.OpResolveImage, memhost.OpImageLabels, memhost.OpCreateLease, memhost.OpHoldBase, memhost.OpSetLabels,
+			memhost.OpPauseTask, memhost.OpCreateDiff, memhost.OpWriteBlob, memhost.OpWriteBlob, last, memhost.OpSetLabels}
 		if fmt.Sprint(ops) != fmt.Sprint(want) {
 			t.Fatalf("keep %t: operations %v, want %v", keep, ops, want)
 		}
@@ -660,7 +660,7 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 				if len(recs) != 1 || recs[0].Generation != 1 || recs[0].Ref != res.RefBlob {
 					t.Fatalf("records %+v", recs)
 				}
-				if res.Finished != p.after || slices.Contains(f.Ops()[n0:], fake.OpCreateDiff) == p.after {
+				if res.Finished != p.after || slices.Contains(f.Ops()[n0:], memhost.OpCreateDiff) == p.after {
 					t.Fatalf("crashed at %s: rerun finished %t, operations %v", crashed, res.Finished, f.Ops()[n0:])
 				}
 				// Recorded: the rerun followed the recorded ref, whatever
@@ -716,7 +716,7 @@ func TestSuspendFailAnywhere(t *testing.T) {
 				if c.Task != snapshot.TaskRunning || c.Labels[snapshot.LabelSuspending] != "" {
 					t.Fatalf("failed %s: task %q labels %v", failed, c.Task, c.Labels)
 				}
-			case failed == fake.OpStopTask:
+			case failed == memhost.OpStopTask:
 				if c.Task != snapshot.TaskPaused || c.Labels[snapshot.LabelSuspending] != "1" {
 					t.Fatalf("failed %s: task %q labels %v", failed, c.Task, c.Labels)
 				}
@@ -742,7 +742,7 @@ func TestSuspendFailAnywhere(t *testing.T) {
 // is 7.
 func TestSuspendRerunNotOurs(t *testing.T) {
 	ctx := context.Background()
-	interrupted := func(t *testing.T, keep bool) (*fake.Capturer, env, *ledgerfake.Ledger) {
+	interrupted := func(t *testing.T, keep bool) (*memhost.Machine, env, *ledgerfake.Ledger) {
 		f, e, l := newFake(), newEnv(t, `{"image":"busybox:1"}`), ledgerfake.New()
 		tl := &testLedger{Ledger: l, suspended: func(ctx context.Context, req ledger.SuspendRequest) (ledger.Record, error) {
 			if _, err := l.Suspended(ctx, req); err != nil {
@@ -757,7 +757,7 @@ func TestSuspendRerunNotOurs(t *testing.T) {
 		}
 		return f, e, l
 	}
-	leftAsFound := func(t *testing.T, f *fake.Capturer, e env) {
+	leftAsFound := func(t *testing.T, f *memhost.Machine, e env) {
 		t.Helper()
 		e.noRefFile(t)
 		if c := container(t, f, "Box-1"); c.Task != snapshot.TaskPaused || c.Labels[snapshot.LabelSuspending] != "1" {
@@ -782,7 +782,7 @@ func TestSuspendRerunNotOurs(t *testing.T) {
 	t.Run("same id, re-created container", func(t *testing.T) {
 		f, e, l := interrupted(t, false)
 		c := container(t, f, "Box-1")
-		f.AddContainer(fake.Container{ID: "Box-1", Image: busybox, Task: snapshot.TaskPaused, Labels: c.Labels, Created: c.Created.Add(time.Second)})
+		f.AddContainer(memhost.Container{ID: "Box-1", Image: busybox, Task: snapshot.TaskPaused, Labels: c.Labels, Created: c.Created.Add(time.Second)})
 		if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); !errors.Is(err, suspend.ErrRunConflict) {
 			t.Fatalf("err = %v, want ErrRunConflict", err)
 		}
@@ -827,12 +827,12 @@ func TestSuspendSecondContainer(t *testing.T) {
 	if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); err != nil {
 		t.Fatal(err)
 	}
-	f.AddContainer(fake.Container{ID: "box-2", Image: busybox, Task: snapshot.TaskRunning})
+	f.AddContainer(memhost.Container{ID: "box-2", Image: busybox, Task: snapshot.TaskRunning})
 	n := len(f.Ops())
 	if _, err := suspend.Run(ctx, f, l, e.req("box-2", "r")); !errors.Is(err, suspend.ErrRunConflict) {
 		t.Fatalf("err = %v, want ErrRunConflict", err)
 	}
-	if slices.Contains(f.Ops()[n:], fake.OpPauseTask) {
+	if slices.Contains(f.Ops()[n:], memhost.OpPauseTask) {
 		t.Fatal("the refused suspend paused the task")
 	}
 	if c := container(t, f, "box-2"); c.Task != snapshot.TaskRunning || len(c.Labels) != 0 {

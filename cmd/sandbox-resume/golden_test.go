@@ -12,11 +12,10 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
-	mfake "github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	sfake "github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
@@ -153,7 +152,7 @@ func TestSuspendGolden(t *testing.T) {
 				if code != 0 || err != nil || rec.State != ledger.StateSuspended || rec.Ref != digest.FromBytes(w.read(testRefFile)) {
 					t.Errorf("exit %d; record %+v, %v", code, rec, err)
 				}
-				if c, err := w.rt.Capturer.Container(context.Background(), "box-1"); err != nil || c.Task == snapshot.TaskRunning {
+				if c, err := w.rt.Container(context.Background(), "box-1"); err != nil || c.Task == snapshot.TaskRunning {
 					t.Errorf("box-1 after suspend: %+v, %v", c, err)
 				}
 				if w.connected == nil || w.connected.namespace != "sandbox-resume" || w.opened == nil {
@@ -171,7 +170,7 @@ func TestSuspendGolden(t *testing.T) {
 		goldenCase{args: []string{"suspend", "--container", "box-1", "--config", testConfFile, "--key", testKeyFile, "--out", "g2.ref.json"},
 			setup: func(w *world) {
 				setup(w)
-				if _, err := suspend.Run(context.Background(), w.rt.Capturer, w.l, suspend.Request{ContainerID: "box-1", ConfigPath: testConfFile,
+				if _, err := suspend.Run(context.Background(), w.rt.Machine, w.l, suspend.Request{ContainerID: "box-1", ConfigPath: testConfFile,
 					Run: testRunID, Keys: []crypto.Signer{testKey()}, Out: "g1.ref.json", KeepRunning: true, Policy: []string{},
 					Now: func() time.Time { return time.Date(2026, 11, 30, 16, 45, 0, 0, time.UTC) }}); err != nil {
 					w.t.Fatal(err)
@@ -215,7 +214,7 @@ func TestResumeGolden(t *testing.T) {
 		}},
 		goldenCase{args: args("--start"), setup: setup, check: func(t *testing.T, w *world, code int) {
 			rec, _ := w.l.Get(context.Background(), testRunID)
-			c, ok := w.rt.Materializer.Container(resumeContainer)
+			c, ok := w.rt.Incarnation(resumeContainer)
 			if code != 0 || rec.State != ledger.StateLive || !ok || c.Pid == 0 || rec.Holder == nil || rec.Holder.ID != resumeContainer {
 				t.Errorf("exit %d; record %+v; container %+v (%t)", code, rec, c, ok)
 			}
@@ -232,11 +231,11 @@ func TestResumeGolden(t *testing.T) {
 		goldenCase{args: args("--check", "--spec", "offered.json"), setup: func(w *world) {
 			setup(w)
 			w.write("offered.json", strings.NewReplacer(`"hostname":"box-1"`, `"hostname":"box-2"`,
-				`"env":["PATH=/usr/bin:/bin"]`, `"env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"]`).Replace(string(sfake.DefaultSpec("box-1"))))
+				`"env":["PATH=/usr/bin:/bin"]`, `"env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"]`).Replace(string(memhost.DefaultSpec("box-1"))))
 		}},
 		goldenCase{args: args("--spec", "widened.json"), setup: func(w *world) {
 			setup(w)
-			w.write("widened.json", strings.Replace(string(sfake.DefaultSpec("box-1")), `"cwd":"/"`, `"cwd":"/","capabilities":{"bounding":["CAP_SYS_ADMIN"]}`, 1))
+			w.write("widened.json", strings.Replace(string(memhost.DefaultSpec("box-1")), `"cwd":"/"`, `"cwd":"/","capabilities":{"bounding":["CAP_SYS_ADMIN"]}`, 1))
 		}, check: func(t *testing.T, w *world, code int) {
 			if code != 3 || len(w.rt.Containers()) != 0 {
 				t.Errorf("widened spec: exit %d, containers %v", code, w.rt.Containers())
@@ -321,7 +320,7 @@ func TestDiscardGolden(t *testing.T) {
 // exported writes run.tar: r exported from a store of its own.
 func exported(t *testing.T, w *world, r *suspendedRun) {
 	t.Helper()
-	src := mfake.New()
+	src := memhost.New(testHost())
 	for _, b := range r.blobs {
 		src.Put(b)
 	}
@@ -344,7 +343,7 @@ func TestExportImportGolden(t *testing.T) {
 		goldenCase{args: []string{"export", "--ref", testRefFile, "--out", "run.tar"}, setup: func(w *world) {
 			files(w, r)
 			w.withStore(r)
-			w.rt.Delete(r.ref.Layers[0].Digest)
+			w.rt.DeleteBlob(r.ref.Layers[0].Digest)
 		}},
 		goldenCase{args: []string{"export", "--ref", "absent.json", "--out", "run.tar"}},
 	)
@@ -352,7 +351,7 @@ func TestExportImportGolden(t *testing.T) {
 		goldenCase{args: []string{"import", "run.tar", "--trust", testPubFile, "--out", "imported.ref.json"}, setup: func(w *world) {
 			files(w, nil)
 			exported(t, w, r)
-			w.rt.Store = mfake.New()
+			w.rt.Machine = memhost.New(testHost())
 		}, check: func(t *testing.T, w *world, _ int) {
 			if string(w.read("imported.ref.json")) != string(r.refFile) {
 				t.Error("import wrote another ref file")
@@ -361,7 +360,7 @@ func TestExportImportGolden(t *testing.T) {
 		goldenCase{args: []string{"import", "run.tar", "--trust", "other.pub"}, setup: func(w *world) {
 			files(w, nil)
 			exported(t, w, r)
-			w.rt.Store = mfake.New()
+			w.rt.Machine = memhost.New(testHost())
 			w.writeKeyPair("other", namedKey("other"))
 		}},
 		goldenCase{args: []string{"import", "run.tar"}},
@@ -390,11 +389,11 @@ func TestPushPullGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := migrate.Push(context.Background(), w.rt.Store, w.rt.registry, r.refFile, target); err != nil {
+		if _, err := migrate.Push(context.Background(), w.rt.Machine, w.rt.registry, r.refFile, target); err != nil {
 			t.Fatal(err)
 		}
-		w.rt.Store = mfake.New() // the other host's
-		w.rt.registry.Local = w.rt.Store
+		w.rt.Machine = memhost.New(testHost()) // the other host's
+		w.rt.registry.Local = w.rt.Machine
 	}
 	golden(t, "pull",
 		goldenCase{args: []string{"pull", "--trust", testPubFile, "--out", "pulled.ref.json", "127.0.0.1:5000/runs:demo-1.g1"}, setup: pushed},

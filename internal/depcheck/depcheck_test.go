@@ -41,13 +41,13 @@ func TestPlantedImportsFail(t *testing.T) {
 		name, pkg, imp, rule string
 	}{
 		{"a deciding package reaches cobra", "snapshot", "github.com/spf13/cobra", "never reaches github.com/spf13/cobra"},
-		{"a fake reaches the containerd client", "resume/fake", "github.com/containerd/containerd/v2/client", "never reaches github.com/containerd/containerd/v2"},
-		{"a suite reaches containerd through the adapter", "resume/materializertest", Module + "/runtime/containerd", "imports only packages of earlier items"},
+		{"a fake reaches the containerd client", "host/memhost", "github.com/containerd/containerd/v2/client", "never reaches github.com/containerd/containerd/v2"},
+		{"a suite reaches containerd through the adapter", "host/hosttest", Module + "/runtime/containerd", "imports only packages of earlier items"},
 		{"item 1 imports one of ours", "internal/strictjson", Module + "/internal/atomicfile", "import nothing of ours"},
 		{"migrate imports resume", "migrate", Module + "/resume", "never import one another"},
 		{"an adapter imports suspend", "runtime/containerd", Module + "/suspend", "adapters never import snapshot/suspend"},
 		{"a library imports test/", "schemas", Module + "/test/integration/harness", "nothing outside test/ imports test/"},
-		{"a fake imports a later item", "snapshot/fake", Module + "/suspend", "imports only packages of earlier items"},
+		{"a fake imports a later item", "host/memhost", Module + "/suspend", "imports only packages of earlier items"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "planted.go")

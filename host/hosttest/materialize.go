@@ -1,14 +1,4 @@
-// Package materializertest is the conformance suite for resume.Materializer
-// (docs/design.md "Materialize"): one suite runs against runtime/containerd
-// and resume/fake. It checks layer verification (the blob's digest and
-// size by CheckDiff; a wrong diffID refused by CheckDiff or by
-// CreateContainer's apply, nothing created), container creation (the incarnation's labels,
-// its runtime spec kept byte for byte, its runtime and options, the env
-// of a spec Facts.BuildSpec built, an existing id), what resume.Facts
-// then reports about the container (labels, a running task), task start,
-// deletion (a running task included; an absent container is no error)
-// and storing ref bytes.
-package materializertest
+package hosttest
 
 import (
 	"archive/tar"
@@ -26,15 +16,14 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Fixture is one fresh Materializer with what the suite needs around it.
-type Fixture struct {
-	M resume.Materializer
-	// Facts are the facts of the same host and namespace.
-	Facts resume.Facts
+// MaterializeFixture is one fresh host with what RunMaterialize needs
+// around it.
+type MaterializeFixture struct {
+	Host host.Host
 	// Base is a stored base image (runnable where the implementation
 	// starts tasks for real).
 	Base snapshot.Base
@@ -54,14 +43,9 @@ type Fixture struct {
 	ID func(name string) string
 }
 
-// New returns a fresh Fixture; Run calls it once per subtest.
-type New func(t *testing.T) Fixture
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+// NewMaterialize returns a fresh MaterializeFixture; RunMaterialize calls
+// it once per subtest.
+type NewMaterialize func(t *testing.T) MaterializeFixture
 
 // Diff builds a zstd-compressed layer tar holding files (name → content)
 // and returns the blob and its snapshot.Layer.
@@ -102,13 +86,20 @@ func Diff(t testing.TB, files map[string]string) ([]byte, snapshot.Layer) {
 	}
 }
 
-// Run runs the suite.
-func Run(t *testing.T, newFixture New) {
+// RunMaterialize runs the part of the suite resume's materialization
+// relies on: layer verification (the blob's digest and size by CheckDiff;
+// a wrong diffID refused by CheckDiff or by CreateContainer's apply,
+// nothing created), container creation (the incarnation's labels, its
+// runtime spec kept byte for byte, its runtime and options, the env of a
+// spec BuildSpec built, an existing id), what ContainerState then reports
+// (labels, a running task), task start, deletion (a running task
+// included; an absent container is no error) and storing ref bytes.
+func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 	t.Run("StoreRef", func(t *testing.T) {
 		f := newFixture(t)
 		ref := []byte(`{"ref":{},"signatures":[]}` + "\n")
 		for range 2 { // storing the same bytes again is no error
-			if err := f.M.StoreRef(ctx(t), "run-r", ref); err != nil {
+			if err := f.Host.StoreRef(ctx(t), "run-r", ref); err != nil {
 				t.Fatalf("StoreRef: %v", err)
 			}
 		}
@@ -118,7 +109,7 @@ func Run(t *testing.T, newFixture New) {
 		f := newFixture(t)
 		blob, d := Diff(t, map[string]string{"data.txt": "hello\n"})
 		f.PutBlob(t, "run-d", blob)
-		if err := f.M.CheckDiff(ctx(t), d); err != nil {
+		if err := f.Host.CheckDiff(ctx(t), d); err != nil {
 			t.Fatalf("CheckDiff(good): %v", err)
 		}
 		for name, bad := range map[string]func(*snapshot.Layer){
@@ -127,14 +118,14 @@ func Run(t *testing.T, newFixture New) {
 		} {
 			x := d
 			bad(&x)
-			err := f.M.CheckDiff(ctx(t), x)
+			err := f.Host.CheckDiff(ctx(t), x)
 			if !errors.Is(err, snapshot.ErrDiffCorrupt) {
 				t.Errorf("CheckDiff(%s): %v, want ErrDiffCorrupt", name, err)
 			}
 		}
 		x := d
 		x.Digest = digest.FromString("absent")
-		if err := f.M.CheckDiff(ctx(t), x); !errdefs.IsNotFound(err) {
+		if err := f.Host.CheckDiff(ctx(t), x); !errdefs.IsNotFound(err) {
 			t.Errorf("CheckDiff(absent blob): %v, want not found", err)
 		}
 	})
@@ -142,37 +133,37 @@ func Run(t *testing.T, newFixture New) {
 	// A layer whose blob is intact but whose recorded diffID is not its
 	// decompression's is refused by CheckDiff or by CreateContainer's
 	// apply, with ErrDiffCorrupt, and nothing is left that stands in the
-	// way of the good layer next (resume.Materializer's CheckDiff).
+	// way of the good layer next (host.Content.CheckDiff).
 	t.Run("WrongDiffID", func(t *testing.T) {
 		f := newFixture(t)
 		blob, d := Diff(t, map[string]string{"data.txt": "wrong diffID\n"})
 		f.PutBlob(t, "run-w", blob)
 		id := f.ID("wrongdiff")
-		spec := resume.ContainerSpec{ID: id, Run: "run-w", Manifest: "blake3:" + digest.FromString("m").Encoded(),
+		spec := host.ContainerSpec{ID: id, Run: "run-w", Manifest: "blake3:" + digest.FromString("m").Encoded(),
 			Generation: 1, Ref: digest.FromString("ref"), Fence: 1,
-			Base: f.Base, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime}}
+			Base: f.Base, Runtime: snapshot.Runtime{Name: host.DefaultRuntime}}
 		bad := d
 		bad.DiffID = digest.FromString("other")
-		err := f.M.CheckDiff(ctx(t), bad)
+		err := f.Host.CheckDiff(ctx(t), bad)
 		if err == nil {
 			spec.Layers = []snapshot.Layer{bad}
-			err = f.M.CreateContainer(ctx(t), spec)
-			t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id) })
+			err = f.Host.CreateContainer(ctx(t), spec)
+			t.Cleanup(func() { _ = f.Host.DeleteContainer(context.Background(), id) })
 		}
 		if !errors.Is(err, snapshot.ErrDiffCorrupt) || (!strings.Contains(err.Error(), bad.DiffID.String()) && !strings.Contains(err.Error(), d.DiffID.String())) {
 			t.Fatalf("wrong diffID: %v, want ErrDiffCorrupt naming a diffID", err)
 		}
-		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
 			t.Fatalf("Facts.ContainerState after the refusal: %+v, %v; want none", cf, err)
 		}
 		spec.Layers = []snapshot.Layer{d}
-		if err := f.M.CheckDiff(ctx(t), d); err != nil {
+		if err := f.Host.CheckDiff(ctx(t), d); err != nil {
 			t.Fatalf("CheckDiff(good): %v", err)
 		}
-		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer(good) after the refusal: %v", err)
 		}
-		t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id) })
+		t.Cleanup(func() { _ = f.Host.DeleteContainer(context.Background(), id) })
 	})
 
 	t.Run("RecordedSpecAndRuntime", func(t *testing.T) {
@@ -187,13 +178,13 @@ func Run(t *testing.T, newFixture New) {
 			`"env":["PATH=/bin","RECORDED=1"],"cwd":"/tmp","rlimits":[{"type":"RLIMIT_NOFILE","hard":18446744073709551615,"soft":1024}]},` +
 			`"root":{"path":"rootfs"},"linux":{"cgroupsPath":"/ns/` + id + `","namespaces":[{"type":"pid"},{"type":"mount"}]}}`)
 		// runc's options with NoNewKeyring (field 2) set.
-		rt := snapshot.Runtime{Name: resume.DefaultRuntime, Options: &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: []byte{0x10, 0x01}}}
-		spec := resume.ContainerSpec{ID: id, Run: "run-s", Manifest: "blake3:" + digest.FromString("m").Encoded(),
+		rt := snapshot.Runtime{Name: host.DefaultRuntime, Options: &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: []byte{0x10, 0x01}}}
+		spec := host.ContainerSpec{ID: id, Run: "run-s", Manifest: "blake3:" + digest.FromString("m").Encoded(),
 			Generation: 2, Ref: digest.FromString("ref"), Fence: 3, Base: f.Base, Layers: []snapshot.Layer{d}, Spec: raw, Runtime: rt}
-		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer: %v", err)
 		}
-		t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id) })
+		t.Cleanup(func() { _ = f.Host.DeleteContainer(context.Background(), id) })
 		if got := f.Spec(t, id); !bytes.Equal(got, raw) {
 			t.Errorf("the container holds the spec\n%s\nnot the bytes it was created with\n%s", got, raw)
 		}
@@ -205,10 +196,10 @@ func Run(t *testing.T, newFixture New) {
 		// as an empty message of the same type.
 		id2 := f.ID("recorded-empty")
 		spec.ID, spec.Runtime.Options = id2, &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: []byte{}}
-		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer(empty options): %v", err)
 		}
-		t.Cleanup(func() { _ = f.M.DeleteContainer(context.Background(), id2) })
+		t.Cleanup(func() { _ = f.Host.DeleteContainer(context.Background(), id2) })
 		if got := f.Runtime(t, id2); got.Options == nil || got.Options.TypeURL != "containerd.runc.v1.Options" || len(got.Options.Value) != 0 {
 			t.Errorf("runtime with empty options: %+v (options %+v)", got, got.Options)
 		}
@@ -221,25 +212,25 @@ func Run(t *testing.T, newFixture New) {
 		id := f.ID("made")
 		// A /1 ref's incarnation first: no spec, built from the image
 		// config and Env.
-		spec := resume.ContainerSpec{ID: id, Run: "run-c", Manifest: "blake3:" + digest.FromString("m").Encoded(),
+		spec := host.ContainerSpec{ID: id, Run: "run-c", Manifest: "blake3:" + digest.FromString("m").Encoded(),
 			Generation: 1, Ref: digest.FromString("ref"), Fence: 7,
-			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime}}
-		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}, Runtime: snapshot.Runtime{Name: host.DefaultRuntime}}
+		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
 			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
 		}
-		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer(image config): %v", err)
 		}
 		if env := f.Env(t, id); !slices.Contains(env, "GREETING=hello") || !slices.Contains(env, "PATH=/bin") {
 			t.Errorf("env %v, want the image's PATH=/bin and GREETING=hello", env)
 		}
-		if err := f.M.DeleteContainer(ctx(t), id); err != nil {
+		if err := f.Host.DeleteContainer(ctx(t), id); err != nil {
 			t.Fatal(err)
 		}
 		// Then from spec bytes whose process keeps running (the image's
 		// /bin/sh exits at once without a stdin): Facts.BuildSpec's spec
 		// with other args.
-		built, err := f.Facts.BuildSpec(ctx(t), id, f.Base, spec.Layers, spec.Env)
+		built, err := f.Host.BuildSpec(ctx(t), id, f.Base, spec.Layers, spec.Env)
 		if err != nil {
 			t.Fatalf("Facts.BuildSpec: %v", err)
 		}
@@ -251,10 +242,10 @@ func Run(t *testing.T, newFixture New) {
 		if spec.Spec, err = json.Marshal(doc); err != nil {
 			t.Fatal(err)
 		}
-		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
 			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
 		}
-		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer: %v", err)
 		}
 		want := map[string]string{
@@ -267,41 +258,41 @@ func Run(t *testing.T, newFixture New) {
 				t.Errorf("label %s = %q, want %q (labels %v)", k, l[k], v, l)
 			}
 		}
-		cf, err := f.Facts.ContainerState(ctx(t), id)
+		cf, err := f.Host.ContainerState(ctx(t), id)
 		if err != nil || cf == nil || cf.Running || cf.Labels[snapshot.LabelFence] != "7" {
 			t.Fatalf("Facts.ContainerState after: %+v, %v; want it, with no running task and fence 7", cf, err)
 		}
 		if env := f.Env(t, id); !slices.Contains(env, "GREETING=hello") || !slices.Contains(env, "PATH=/bin") {
 			t.Errorf("env %v, want the image's PATH=/bin and GREETING=hello", env)
 		}
-		if err := f.M.CreateContainer(ctx(t), spec); !errdefs.IsAlreadyExists(err) {
+		if err := f.Host.CreateContainer(ctx(t), spec); !errdefs.IsAlreadyExists(err) {
 			t.Errorf("CreateContainer(existing id): %v, want already exists", err)
 		}
-		pid, err := f.M.StartTask(ctx(t), id)
+		pid, err := f.Host.StartTask(ctx(t), id)
 		if err != nil || pid == 0 {
 			t.Errorf("StartTask: %d, %v", pid, err)
 		}
-		if cf, err := f.Facts.ContainerState(ctx(t), id); err != nil || cf == nil || !cf.Running {
+		if cf, err := f.Host.ContainerState(ctx(t), id); err != nil || cf == nil || !cf.Running {
 			t.Errorf("Facts.ContainerState with its task started: %+v, %v; want running", cf, err)
 		}
-		if _, err := f.M.StartTask(ctx(t), f.ID("absent")); !errdefs.IsNotFound(err) {
+		if _, err := f.Host.StartTask(ctx(t), f.ID("absent")); !errdefs.IsNotFound(err) {
 			t.Errorf("StartTask(absent): %v, want not found", err)
 		}
 
 		// Deleting a container with a running task, then again.
 		for range 2 {
-			if err := f.M.DeleteContainer(ctx(t), id); err != nil {
+			if err := f.Host.DeleteContainer(ctx(t), id); err != nil {
 				t.Fatalf("DeleteContainer: %v", err)
 			}
 		}
-		if cf, err := f.Facts.ContainerState(ctx(t), id); cf != nil || err != nil {
+		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
 			t.Fatalf("Facts.ContainerState after DeleteContainer: %+v, %v", cf, err)
 		}
 		// Its snapshot went with it: the id can be created again.
-		if err := f.M.CreateContainer(ctx(t), spec); err != nil {
+		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer after DeleteContainer: %v", err)
 		}
-		if err := f.M.DeleteContainer(ctx(t), id); err != nil {
+		if err := f.Host.DeleteContainer(ctx(t), id); err != nil {
 			t.Fatal(err)
 		}
 	})

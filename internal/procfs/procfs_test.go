@@ -1,11 +1,11 @@
-package resume_test
+package procfs_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/procfs"
 )
 
 func TestProcessAlive(t *testing.T) {
@@ -13,15 +13,15 @@ func TestProcessAlive(t *testing.T) {
 		t.Skip("no /proc")
 	}
 	pid := os.Getpid()
-	start, err := resume.ProcessStartTime(pid)
+	start, err := procfs.ProcessStartTime(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := resume.BootID()
+	boot, err := procfs.BootID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !resume.ProcessAlive(pid, start, boot) {
+	if !procfs.ProcessAlive(pid, start, boot) {
 		t.Errorf("this process (pid %d start %s boot %s) is not alive", pid, start, boot)
 	}
 	for _, tt := range []struct {
@@ -35,7 +35,7 @@ func TestProcessAlive(t *testing.T) {
 		{"no start time", pid, "", boot},
 		{"pid gone", 1 << 30, start, boot},
 	} {
-		if resume.ProcessAlive(tt.pid, tt.start, tt.boot) {
+		if procfs.ProcessAlive(tt.pid, tt.start, tt.boot) {
 			t.Errorf("%s: alive", tt.name)
 		}
 	}
@@ -43,9 +43,9 @@ func TestProcessAlive(t *testing.T) {
 
 func TestProcessStartTimeParsesCommandNames(t *testing.T) {
 	dir := t.TempDir()
-	old := resume.ProcDir
-	resume.ProcDir = dir
-	t.Cleanup(func() { resume.ProcDir = old })
+	old := procfs.ProcDir
+	procfs.ProcDir = dir
+	t.Cleanup(func() { procfs.ProcDir = old })
 	// A command name with spaces and parentheses (proc(5): field 2).
 	stat := "77 (a b) c)) S 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10"
 	if err := os.MkdirAll(filepath.Join(dir, "77"), 0o755); err != nil {
@@ -54,14 +54,14 @@ func TestProcessStartTimeParsesCommandNames(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "77", "stat"), []byte(stat), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := resume.ProcessStartTime(77)
+	got, err := procfs.ProcessStartTime(77)
 	if err != nil || got != "987654" {
 		t.Errorf("start time %q, %v; want 987654", got, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "77", "stat"), []byte("77 (x) S 1 2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := resume.ProcessStartTime(77); err == nil {
+	if _, err := procfs.ProcessStartTime(77); err == nil {
 		t.Error("short stat accepted")
 	}
 }

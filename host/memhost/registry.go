@@ -1,4 +1,4 @@
-package fake
+package memhost
 
 import (
 	"bytes"
@@ -14,31 +14,32 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/host"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Registry is an in-memory migrate.Registry: Remote holds the registry's
+// Registry is an in-memory host.Registry: Remote holds the registry's
 // blobs, tags map REG/REPO:TAG to descriptors, and blobs move between
 // Remote and the client's Local store (the one Push reads and
 // FetchToStore writes). The zero value is not usable; call NewRegistry.
 // It is safe for concurrent use.
 type Registry struct {
 	// Remote is the registry's own content.
-	Remote *Store
+	Remote *Machine
 	// Local is the client's content store.
-	Local *Store
+	Local *Machine
 
 	mu     sync.Mutex
 	tags   map[string]ocispec.Descriptor
 	pushes []string
 }
 
-var _ migrate.Registry = (*Registry)(nil)
+var _ host.Registry = (*Registry)(nil)
 
-// NewRegistry returns an empty registry that local pushes from and fetches
-// into.
-func NewRegistry(local *Store) *Registry {
-	return &Registry{Remote: New(), Local: local, tags: map[string]ocispec.Descriptor{}}
+// NewRegistry returns an empty registry (its Remote a Host of its own)
+// that local pushes from and fetches into.
+func NewRegistry(local *Machine) *Registry {
+	return &Registry{Remote: New(snapshot.Host{}), Local: local, tags: map[string]ocispec.Descriptor{}}
 }
 
 // Tag points name (REG/REPO:TAG) at desc, as a push of a tag does.
@@ -90,11 +91,11 @@ func (g *Registry) Fetch(_ context.Context, _ string, desc ocispec.Descriptor) (
 
 // FetchToStore copies desc (with everything it references when tree) into
 // Local under lease, checking each blob's digest as the ingest would.
-func (g *Registry) FetchToStore(ctx context.Context, _, lease string, desc ocispec.Descriptor, tree bool, p migrate.Progress) error {
+func (g *Registry) FetchToStore(ctx context.Context, _, lease string, desc ocispec.Descriptor, tree bool, p snapshot.Progress) error {
 	ds := []digest.Digest{desc.Digest}
 	if tree {
 		ds = nil
-		g.Remote.tree(desc, &ds)
+		g.Remote.treeOf(desc, &ds)
 	}
 	for _, d := range ds {
 		b, err := g.Remote.get(d)
@@ -104,8 +105,12 @@ func (g *Registry) FetchToStore(ctx context.Context, _, lease string, desc ocisp
 		if got := digest.FromBytes(b); got != d {
 			return fmt.Errorf("blob %s arrived as %s: %w", d, got, errdefs.ErrFailedPrecondition)
 		}
-		g.Local.Put(b)
-		p.Add(int64(len(b)))
+		g.Local.mu.Lock()
+		g.Local.putLocked(b)
+		g.Local.mu.Unlock()
+		if p != nil {
+			p.Add(int64(len(b)))
+		}
 		if err := g.Local.AddToLease(ctx, lease, d); err != nil {
 			return err
 		}
@@ -115,16 +120,18 @@ func (g *Registry) FetchToStore(ctx context.Context, _, lease string, desc ocisp
 
 // Push copies desc and everything it references from Local to Remote; a
 // REG/REPO:TAG@digest reference also tags it.
-func (g *Registry) Push(_ context.Context, ref string, desc ocispec.Descriptor, p migrate.Progress) error {
+func (g *Registry) Push(_ context.Context, ref string, desc ocispec.Descriptor, p snapshot.Progress) error {
 	var ds []digest.Digest
-	g.Local.tree(desc, &ds)
+	g.Local.treeOf(desc, &ds)
 	for _, d := range ds {
 		b, err := g.Local.get(d)
 		if err != nil {
 			return err
 		}
 		g.Remote.Put(b)
-		p.Add(int64(len(b)))
+		if p != nil {
+			p.Add(int64(len(b)))
+		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
