@@ -154,7 +154,7 @@ func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 			t.Fatalf("wrong diffID: %v, want ErrDiffCorrupt naming a diffID", err)
 		}
 		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
-			t.Fatalf("Facts.ContainerState after the refusal: %+v, %v; want none", cf, err)
+			t.Fatalf("ContainerState after the refusal: %+v, %v; want none", cf, err)
 		}
 		spec.Layers = []snapshot.Layer{d}
 		if err := f.Host.CheckDiff(ctx(t), d); err != nil {
@@ -216,7 +216,7 @@ func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 			Generation: 1, Ref: digest.FromString("ref"), Fence: 7,
 			Base: f.Base, Layers: []snapshot.Layer{d}, Env: []string{"GREETING=hello"}, Runtime: snapshot.Runtime{Name: host.DefaultRuntime}}
 		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
-			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
+			t.Fatalf("ContainerState before: %+v, %v", cf, err)
 		}
 		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer(image config): %v", err)
@@ -228,11 +228,11 @@ func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 			t.Fatal(err)
 		}
 		// Then from spec bytes whose process keeps running (the image's
-		// /bin/sh exits at once without a stdin): Facts.BuildSpec's spec
+		// /bin/sh exits at once without a stdin): BuildSpec's spec
 		// with other args.
 		built, err := f.Host.BuildSpec(ctx(t), id, f.Base, spec.Layers, spec.Env)
 		if err != nil {
-			t.Fatalf("Facts.BuildSpec: %v", err)
+			t.Fatalf("BuildSpec: %v", err)
 		}
 		var doc map[string]any
 		if err := json.Unmarshal(built, &doc); err != nil {
@@ -243,7 +243,7 @@ func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 			t.Fatal(err)
 		}
 		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
-			t.Fatalf("Facts.ContainerState before: %+v, %v", cf, err)
+			t.Fatalf("ContainerState before: %+v, %v", cf, err)
 		}
 		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
 			t.Fatalf("CreateContainer: %v", err)
@@ -260,7 +260,7 @@ func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 		}
 		cf, err := f.Host.ContainerState(ctx(t), id)
 		if err != nil || cf == nil || cf.Running || cf.Labels[snapshot.LabelFence] != "7" {
-			t.Fatalf("Facts.ContainerState after: %+v, %v; want it, with no running task and fence 7", cf, err)
+			t.Fatalf("ContainerState after: %+v, %v; want it, with no running task and fence 7", cf, err)
 		}
 		if env := f.Env(t, id); !slices.Contains(env, "GREETING=hello") || !slices.Contains(env, "PATH=/bin") {
 			t.Errorf("env %v, want the image's PATH=/bin and GREETING=hello", env)
@@ -273,7 +273,7 @@ func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 			t.Errorf("StartTask: %d, %v", pid, err)
 		}
 		if cf, err := f.Host.ContainerState(ctx(t), id); err != nil || cf == nil || !cf.Running {
-			t.Errorf("Facts.ContainerState with its task started: %+v, %v; want running", cf, err)
+			t.Errorf("ContainerState with its task started: %+v, %v; want running", cf, err)
 		}
 		if _, err := f.Host.StartTask(ctx(t), f.ID("absent")); !errdefs.IsNotFound(err) {
 			t.Errorf("StartTask(absent): %v, want not found", err)
@@ -286,7 +286,7 @@ func RunMaterialize(t *testing.T, newFixture NewMaterialize) {
 			}
 		}
 		if cf, err := f.Host.ContainerState(ctx(t), id); cf != nil || err != nil {
-			t.Fatalf("Facts.ContainerState after DeleteContainer: %+v, %v", cf, err)
+			t.Fatalf("ContainerState after DeleteContainer: %+v, %v", cf, err)
 		}
 		// Its snapshot went with it: the id can be created again.
 		if err := f.Host.CreateContainer(ctx(t), spec); err != nil {
