@@ -23,7 +23,7 @@ import (
 
 // Move a suspended run from one content store to another through an
 // archive, as `sandbox-resume export` and `sandbox-resume import` do
-// between two hosts. The stores are in-memory (migrate/fake)
+// between two hosts. The stores are in-memory (host/memhost)
 // (runtime/containerd's Runtime is the Store of a real daemon). The
 // receiving side verifies the ref against its trusted keys before it
 // stores anything, and checks every blob and the diff; the run lease then

@@ -46,7 +46,7 @@ func readTestdata(t testing.TB, name string) []byte {
 	return b
 }
 
-// run is a suspended run in an in-memory store (migrate/fake): its base image (manifest, config,
+// run is a suspended run in an in-memory store (host/memhost): its base image (manifest, config,
 // one layer), its zstd rootfs diff, and its ref file signed by key.
 type run struct {
 	store *memhost.Machine

@@ -83,7 +83,7 @@ func wantDetail(t *testing.T, v *resume.Verdict, parts ...string) {
 
 // TestClaimCheckOutcomes: every outcome of the claim check (docs/design.md
 // "Resume decision", check 11) under Decide and under Resume, over
-// resume/fake and ledger/fake; Decide never changes the record.
+// host/memhost and ledger/fake; Decide never changes the record.
 func TestClaimCheckOutcomes(t *testing.T) {
 	id := resume.DefaultContainerID(testRun, 1)
 	for _, tt := range []struct {

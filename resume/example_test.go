@@ -19,7 +19,7 @@ import (
 )
 
 // Decide whether a suspended run may resume, over the in-memory fakes of
-// resume/fake (runtime/containerd gives the same facts from a daemon, and
+// host/memhost (runtime/containerd gives the same facts from a daemon, and
 // a ledger the claims). The run was suspended with a declaration whose
 // SnapshotRef is signed by a trusted key; offering the same declaration is
 // accepted (written differently: the address is what counts), offering
