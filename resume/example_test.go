@@ -18,7 +18,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Decide whether a suspended run may resume, over the in-memory fakes of
+// Decide whether a suspended run may resume, over the in-memory host
 // host/memhost (runtime/containerd gives the same facts from a daemon, and
 // a ledger the claims). The run was suspended with a declaration whose
 // SnapshotRef is signed by a trusted key; offering the same declaration is
