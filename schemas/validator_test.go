@@ -1055,7 +1055,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
 		spec := []byte(`{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/a","options":["rbind"]}]}`)
-		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
+		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
 			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
 				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096}},

@@ -27,6 +27,10 @@ import (
 // (128 bits; docs/design.md "Exactly once across hosts").
 const RunUIDPrefix = "ruid:"
 
+// LabelRunUID is, on a run lease that generation 1's suspend created, the
+// run UID it minted, so that a rerun of that suspend writes the same ref.
+const LabelRunUID = "io.sandbox-resume.run-uid"
+
 // MaxAncestors is the most entries a ref's ancestors list holds; past it
 // the list keeps the latest MaxAncestors (docs/design.md "Exactly once
 // across hosts").

@@ -105,7 +105,7 @@ without a new diff.`,
 			}
 			req := suspend.Request{
 				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy, PolicySet: s.cmd.Flags().Changed("policy"),
-				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning, Now: a.now,
+				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning, Now: a.now, Rand: a.random,
 				Flatten: o.flatten, KeepGenerations: o.keepGenerations,
 			}
 			done := func() {}

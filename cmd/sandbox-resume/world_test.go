@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,6 +48,7 @@ const (
 	testHostID   = "11111111-2222-3333-4444-555555555555"
 	testImage    = "docker.io/library/busybox:1"
 	testRunID    = "demo-1"
+	testRunUID   = "ruid:0123456789abcdef0123456789abcdef" // the world ref's run UID
 	testConfig   = "{\n  // the run's declaration\n  \"image\": \"busybox:1\",\n  \"containerEnv\": {\"LANG\": \"C.UTF-8\"},\n  \"remoteUser\": \"vscode\"\n}\n"
 	testKeyFile  = "k.key"
 	testPubFile  = "k.pub"
@@ -231,6 +233,8 @@ func (w *world) now() time.Time {
 func (w *world) app(stdin string, stdout, stderr *bytes.Buffer) *app {
 	a := newApp(strings.NewReader(stdin), stdout, stderr)
 	a.now = w.now
+	// Run UIDs from a fixed seed, so the transcripts do not change.
+	a.random = rand.NewChaCha8([32]byte{'r', 'u', 'i', 'd'})
 	a.connect = func(_ context.Context, d daemonOptions) (Runtime, error) {
 		w.connected = &d
 		if w.connectErr != nil {
@@ -355,7 +359,7 @@ func newSuspendedRun(t *testing.T) *suspendedRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.ref = &snapshot.Ref{Schema: snapshot.RefSchema, Run: testRunID, Generation: 1, Manifest: m.Address, Core: m.Core,
+	r.ref = &snapshot.Ref{Schema: snapshot.RefSchema, Run: testRunID, RunUID: testRunUID, Generation: 1, Manifest: m.Address, Core: m.Core,
 		Pinned: m.IsPinned(), Policy: []string{}, Host: testHost(), Base: r.base(), Created: "2026-11-30T16:30:00Z",
 		Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: put(diff), Size: int64(len(diff)),
 			DiffID: digest.FromBytes(tarBytes), UncompressedSize: int64(len(tarBytes))}},

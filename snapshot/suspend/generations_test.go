@@ -158,6 +158,12 @@ func TestSuspendFiveGenerations(t *testing.T) {
 		if ref.Spec == nil || ref.Runtime == nil {
 			t.Fatalf("generation %d: no spec or runtime", g)
 		}
+		// The run UID is generation 1's; the ancestors are the parent's
+		// and the parent.
+		if want := append(slices.Clone(parent.Ref.Ancestors), parent.RefBlob); ref.Schema != snapshot.RefSchemaV3 || !snapshot.ValidRunUID(first.RunUID) ||
+			ref.RunUID != first.RunUID || !slices.Equal(ref.Ancestors, want) {
+			t.Fatalf("generation %d: %s run UID %q (generation 1's %q), ancestors %v, want %v", g, ref.Schema, ref.RunUID, first.RunUID, ref.Ancestors, want)
+		}
 		sameFiles(t, fmt.Sprintf("generation %d", g), tree(t, f, ref), files)
 		if _, err := snapshot.OpenRef(res.File, envelope.NewKeyRing(e.pub)); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -129,6 +130,10 @@ type Request struct {
 	Progress snapshot.Progress
 	// Now returns the current time (time.Now when nil); it sets Created.
 	Now func() time.Time
+	// Rand is where a new run UID's 128 bits are read from
+	// (snapshot.NewRunUID; crypto/rand.Reader when nil): at generation 1,
+	// and at the first sandbox.snapshot-ref/3 generation after a /2 parent.
+	Rand io.Reader
 }
 
 // DefaultOut is the ref file a suspend writes without Request.Out:
@@ -339,6 +344,7 @@ type suspension struct {
 	parent    *snapshot.Ref
 	parentRef digest.Digest
 	from      *snapshot.Ref
+	runUID    string // generation 1's run UID (lease)
 }
 
 func (s *suspension) suspend(ctx context.Context) (*Result, error) {
@@ -500,11 +506,17 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		Runtime:     &runtime,
 		KeptRunning: s.req.KeepRunning,
 		Created:     created,
+		RunUID:      s.runUID, // generation 1's, minted with the run lease
 	}
 	if p := s.parent; p != nil {
 		// Copied from the parent (docs/design.md "SnapshotRef"); the
-		// manifest address was checked equal in step 3.
-		ref.Parent, ref.Fence = s.parentRef, s.fence
+		// manifest address was checked equal in step 3. The run UID too
+		// (a /2 parent has none: one is minted) and the ancestors are the
+		// parent's and the parent ("Exactly once across hosts").
+		ref.Parent, ref.Fence, ref.Ancestors = s.parentRef, s.fence, snapshot.NextAncestors(p, s.parentRef)
+		if ref.RunUID, err = snapshot.NextRunUID(p, s.req.Rand); err != nil {
+			return nil, s.undo(ctx, fmt.Errorf("suspend: run %q: %w", s.run, err), undoLabels)
+		}
 		ref.Manifest, ref.Core, ref.Pinned, ref.Policy, ref.Lockfile = p.Manifest, p.Core, p.Pinned, p.Policy, p.Lockfile
 		if ref.Policy == nil {
 			ref.Policy = []string{}
@@ -667,7 +679,9 @@ func describeRecord(rec ledger.Record) string {
 // run (made by generation 1's suspend, or by resume); its creation time is
 // now, or in a rerun the one the interrupted suspend put on the container
 // (snapshot.LabelCreated, beside LabelSuspending), so that it too writes
-// the same ref.
+// the same ref. Generation 1 mints the run UID (s.runUID) and labels the
+// lease with it (snapshot.LabelRunUID), and a rerun keeps the one it finds
+// there.
 func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, error) {
 	id := s.res.Lease
 	created := s.now().UTC().Truncate(time.Second).Format(time.RFC3339)
@@ -676,11 +690,19 @@ func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, err
 			created = t.UTC().Format(time.RFC3339)
 		}
 	}
-	err := s.c.CreateLease(ctx, id, map[string]string{
+	labels := map[string]string{
 		snapshot.LabelRun:       s.run,
 		snapshot.LabelContainer: s.ctr.ID,
 		snapshot.LabelCreated:   created,
-	})
+	}
+	if s.gen == 1 {
+		uid, err := snapshot.NewRunUID(s.req.Rand)
+		if err != nil {
+			return "", fmt.Errorf("suspend: run %q: %w", s.run, err)
+		}
+		s.runUID, labels[snapshot.LabelRunUID] = uid, uid
+	}
+	err := s.c.CreateLease(ctx, id, labels)
 	switch {
 	case err == nil:
 	case errdefs.IsAlreadyExists(err) && s.gen > 1:
@@ -694,6 +716,9 @@ func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, err
 		}
 		if t, err := time.Parse(time.RFC3339, l.Labels[snapshot.LabelCreated]); err == nil {
 			created = t.UTC().Format(time.RFC3339)
+		}
+		if uid := l.Labels[snapshot.LabelRunUID]; snapshot.ValidRunUID(uid) {
+			s.runUID = uid
 		}
 		s.res.Resumed = true
 	default:
