@@ -99,7 +99,9 @@ func TestMarshalV3Refusals(t *testing.T) {
 		{"too many ancestors", "/ancestors", func(r *Ref) { r.Ancestors = []digest.Digest{digest.FromString("x"), r.Parent} }},
 		{"a duplicate ancestor", "/ancestors/1", func(r *Ref) { r.Generation, r.Ancestors = 3, []digest.Digest{r.Parent, r.Parent} }},
 		{"repinned from its own manifest", "/repinnedFrom", func(r *Ref) { r.RepinnedFrom = r.Manifest }},
-		{"forked at generation 2", "/forkedFrom", func(r *Ref) { r.ForkedFrom = &ForkedFrom{Run: "a", RunUID: "ruid:00000000000000000000000000000000", Generation: 1, Ref: r.Parent} }},
+		{"forked at generation 2", "/forkedFrom", func(r *Ref) {
+			r.ForkedFrom = &ForkedFrom{Run: "a", RunUID: "ruid:00000000000000000000000000000000", Generation: 1, Ref: r.Parent}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := *good
