@@ -63,7 +63,7 @@ layers: one diff against the base image); --policy must then be the recorded
 list (else 2). Creates or finds the run lease sandbox-resume.run/<run>, labels
 the container io.sandbox-resume.suspending, pauses the task, stores the zstd
 rootfs diff (progress on stderr when it is a terminal), the container's runtime
-spec and the signed sandbox.snapshot-ref/2 under the lease, and records the
+spec and the signed sandbox.snapshot-ref/3 under the lease, and records the
 generation in the run ledger while the task is paused. Recorded: it writes the
 ref file atomically (default <run>.g<generation>.ref.json) and releases from
 the lease the layers no longer named by the latest --keep-generations

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -229,12 +230,15 @@ func (w *world) now() time.Time {
 	return now
 }
 
+// testRandom is where the fake world's suspends read run UIDs from: a
+// fixed stream, so the transcripts do not change.
+func testRandom() io.Reader { return rand.NewChaCha8([32]byte{'r', 'u', 'i', 'd'}) }
+
 // app returns the app over w's fakes.
 func (w *world) app(stdin string, stdout, stderr *bytes.Buffer) *app {
 	a := newApp(strings.NewReader(stdin), stdout, stderr)
 	a.now = w.now
-	// Run UIDs from a fixed seed, so the transcripts do not change.
-	a.random = rand.NewChaCha8([32]byte{'r', 'u', 'i', 'd'})
+	a.random = testRandom()
 	a.connect = func(_ context.Context, d daemonOptions) (Runtime, error) {
 		w.connected = &d
 		if w.connectErr != nil {
