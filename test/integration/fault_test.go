@@ -870,8 +870,8 @@ func TestNewerRefSchemaRefused(t *testing.T) {
 		ref  []byte
 		want int
 	}{
-		{"schema 2 (control)", file1, 0},
-		{"schema 3", file2, 2},
+		{"this schema (control)", file1, 0},
+		{"the next schema", file2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es := swapRef(t, slices.Clone(base), exp.Artifact.Digest, tc.ref)
