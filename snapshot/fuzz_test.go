@@ -55,5 +55,12 @@ func FuzzDecodeRef(f *testing.F) {
 		if !bytes.Equal(got, doc.Canonical) {
 			t.Fatalf("re-encoded differently:\n got %s\nwant %s", got, doc.Canonical)
 		}
+		// An accepted /3 ref keeps check 3's rules across its members.
+		if r.IsV3() {
+			if rs := lineageRefusals(r, ""); len(rs) > 0 || !ValidRunUID(r.RunUID) ||
+				(len(r.Ancestors) > 0 && r.Ancestors[len(r.Ancestors)-1] != r.Parent) {
+				t.Fatalf("accepted a /3 ref that breaks its rules (%v): run UID %q, ancestors %v, parent %s", rs, r.RunUID, r.Ancestors, r.Parent)
+			}
+		}
 	})
 }
