@@ -759,11 +759,22 @@ func (r *Ref) Canonical() ([]byte, error) {
 // "Signed documents": keys sorted, 2-space indentation, final newline). A
 // signer is any crypto.Signer holding an Ed25519 key (an
 // ed25519.PrivateKey, a KMS, an HSM). It fails when no signer is given or
-// a signer does not sign with Ed25519.
+// a signer does not sign with Ed25519, and (fail closed) when the ref's
+// bytes would not pass check 3 when read back (decodeRef: a
+// *envmanifest.RefusedError naming each member), so no ref is signed that
+// its readers refuse.
 func SignRef(r *Ref, signers ...crypto.Signer) ([]byte, error) {
 	canonical, err := r.Canonical()
 	if err != nil {
 		return nil, err
+	}
+	wrapped := append(append([]byte(`{"ref":`), canonical...), `,"signatures":[]}`...)
+	doc, err := envmanifest.ParseSigned(wrapped, envelope.MemberRef)
+	if err == nil {
+		_, err = decodeRef(doc.Inner)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot ref of run %q generation %d would not be read back: %w", r.Run, r.Generation, err)
 	}
 	return envelope.Sign(envelope.MemberRef, canonical, signers...)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
@@ -79,8 +80,9 @@ func TestNextLineage(t *testing.T) {
 }
 
 // TestMarshalV3Refusals: a ref built in code that breaks check 3's /3
-// rules does not encode (so it can never be signed), and /1 or /2 refs
-// with a /3 member do not either.
+// rules does not encode (so it can never be signed), one whose member
+// would be refused when read back is not signed, and /1 or /2 refs with a
+// /3 member do not encode either.
 func TestMarshalV3Refusals(t *testing.T) {
 	good, err := OpenRef(readTestdata(t, filepath.Join("ref3", "g2.ref.json")), testKey(t))
 	if err != nil {
@@ -113,6 +115,23 @@ func TestMarshalV3Refusals(t *testing.T) {
 				t.Fatalf("err = %v, want one refusal at %s", err, tc.pointer)
 			}
 		})
+	}
+	// A member that encodes but would be refused when read back is not
+	// signed either.
+	priv, err := envelope.LoadPrivateKey(filepath.Join("testdata", "ref-test.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *good
+	bad.Memory = &Memory{Format: "criu/9", Blobs: []Descriptor{{MediaType: MediaTypeMemoryCRIU, Digest: digest.FromString("m"), Size: 1}},
+		Runtime: MemoryRuntime{Tool: MemoryToolCRIU, Version: "4.1.1", BinaryDigest: digest.FromString("criu")}, Host: MemoryHost{Kernel: "6.18", CPU: CPU{Vendor: "v"}}}
+	var re *envmanifest.RefusedError
+	if _, err := SignRef(&bad, priv); !errors.As(err, &re) || len(re.Refusals) != 1 || re.Refusals[0].Pointer != "/ref/memory/format" {
+		t.Fatalf("SignRef of a ref with memory format criu/9: %v", err)
+	}
+	bad.Memory.Format = MemoryFormatCRIU
+	if _, err := SignRef(&bad, priv); err != nil {
+		t.Fatalf("SignRef of a ref with a criu/1 memory image: %v", err)
 	}
 	v2 := *good
 	v2.Schema, v2.Ancestors = RefSchemaV2, nil
