@@ -363,7 +363,7 @@ func memorySchema(r *reflector) []any {
 	var formats []any
 	var byFormat []any
 	for _, f := range []string{snapshot.MemoryFormatCRIU, snapshot.MemoryFormatRunsc} {
-		mf := snapshot.MemoryFormats[f]
+		mf, _ := snapshot.LookupMemoryFormat(f)
 		formats = append(formats, f)
 		var types []any
 		for _, mt := range mf.MediaTypes {

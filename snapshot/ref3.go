@@ -58,11 +58,21 @@ const (
 	MediaTypeMemoryRunscZstd = "application/vnd.sandbox-resume.memory.runsc.v1.tar+zstd"
 )
 
-// MemoryFormats maps each memory format to its checkpoint tool and the
-// media types its blobs may have.
-var MemoryFormats = map[string]MemoryFormat{
+// memoryFormats maps each memory format to what it implies.
+var memoryFormats = map[string]MemoryFormat{
 	MemoryFormatCRIU:  {Tool: MemoryToolCRIU, MediaTypes: []string{MediaTypeMemoryCRIU, MediaTypeMemoryCRIUZstd}},
 	MemoryFormatRunsc: {Tool: MemoryToolRunsc, MediaTypes: []string{MediaTypeMemoryRunsc, MediaTypeMemoryRunscZstd}, Platform: true},
+}
+
+// LookupMemoryFormat returns what the memory format format
+// (MemoryFormatCRIU, MemoryFormatRunsc) implies: its checkpoint tool, the
+// media types its blobs may have, and whether a platform is recorded; ok
+// is false for a format this version does not know. MediaTypes is a new
+// slice.
+func LookupMemoryFormat(format string) (f MemoryFormat, ok bool) {
+	f, ok = memoryFormats[format]
+	f.MediaTypes = slices.Clone(f.MediaTypes)
+	return f, ok
 }
 
 // MemoryFormat is what a memory format implies: the tool that writes it,
@@ -83,7 +93,7 @@ type Memory struct {
 	// Format is MemoryFormatCRIU or MemoryFormatRunsc.
 	Format string `json:"format"`
 	// Blobs are the image's blobs in order, 1 to MaxMemoryBlobs, each with
-	// a media type of its format (MemoryFormats).
+	// a media type of its format (LookupMemoryFormat).
 	Blobs []Descriptor `json:"blobs"`
 	// Runtime is the checkpoint tool.
 	Runtime MemoryRuntime `json:"runtime"`
@@ -92,7 +102,7 @@ type Memory struct {
 }
 
 // MemoryRuntime is the checkpoint tool of a memory image: Tool the
-// format's (MemoryFormats), its Version string, BinaryDigest the digest
+// format's (LookupMemoryFormat), its Version string, BinaryDigest the digest
 // of the binary that ran, and for runsc its Platform ("systrap"; empty,
 // absent, for CRIU).
 type MemoryRuntime struct {
@@ -281,7 +291,7 @@ func (d *refDecoder) memory(m map[string]*strictjson.Node) *Memory {
 	var format MemoryFormat
 	known := false
 	if s, ok := d.str(m["format"], "format"); ok {
-		if format, known = MemoryFormats[s]; !known {
+		if format, known = LookupMemoryFormat(s); !known {
 			d.refuse(m["format"].Pointer, envmanifest.ClassInvalidValue, "memory format must be %q or %q, not %q", MemoryFormatCRIU, MemoryFormatRunsc, s)
 		}
 		mem.Format = s
