@@ -78,7 +78,8 @@ const (
 //   - RefSchemaV3, written by every suspend: every member below. Parent,
 //     Fence and Ancestors are present exactly when Generation ≥ 2; RunUID
 //     always; Memory, RepinnedFrom and ForkedFrom when that generation has
-//     them (ValidateLineage states the rules).
+//     them (docs/design.md "sandbox.snapshot-ref/3" states the rules;
+//     OpenRef, MarshalJSON and SignRef enforce them).
 //   - RefSchemaV2, read only: every member but RunUID, Ancestors, Memory,
 //     RepinnedFrom and ForkedFrom. Parent and Fence are present exactly
 //     when Generation ≥ 2.
