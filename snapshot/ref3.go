@@ -28,7 +28,9 @@ import (
 const RunUIDPrefix = "ruid:"
 
 // LabelRunUID is, on a run lease that generation 1's suspend created, the
-// run UID it minted, so that a rerun of that suspend writes the same ref.
+// run UID it minted, so that a rerun of that suspend writes the same ref;
+// and, while a later generation over a /1 or /2 parent is being
+// suspended, on the container, the run UID that generation mints.
 const LabelRunUID = "io.sandbox-resume.run-uid"
 
 // MaxAncestors is the most entries a ref's ancestors list holds; past it
@@ -189,16 +191,6 @@ func NextAncestors(parent *Ref, parentRef digest.Digest) []digest.Digest {
 	}
 	out = append(out, prev...)
 	return append(out, parentRef)
-}
-
-// NextRunUID returns the run UID of the generation after parent: parent's
-// for a /3 parent, else (a /1 or /2 parent has none) a new one minted from
-// rnd (NewRunUID).
-func NextRunUID(parent *Ref, rnd io.Reader) (string, error) {
-	if parent != nil && parent.IsV3() && parent.RunUID != "" {
-		return parent.RunUID, nil
-	}
-	return NewRunUID(rnd)
 }
 
 var (

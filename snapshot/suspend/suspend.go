@@ -236,7 +236,8 @@ type Result struct {
 //     snapshot.ErrImageUnresolved); every later write is under it;
 //  5. label the container snapshot.LabelSuspending = G (and LabelRun; at a
 //     later generation also snapshot.LabelCreated, the ref's creation time,
-//     so that a rerun writes the same ref);
+//     and over a /1 or /2 parent snapshot.LabelRunUID, the run UID this
+//     generation mints, so that a rerun writes the same ref);
 //     pause a running task (a paused one stays paused); store the layer
 //     — the diff of the container's snapshot against its parent
 //     (snapshot.Differ), or with Request.Flatten or past
@@ -244,8 +245,12 @@ type Result struct {
 //     (snapshot.FlatDiffer) — its runtime spec (the exact bytes, media
 //     type snapshot.MediaTypeSpec) and the signed ref (snapshot.RefSchema;
 //     Layers are the resumed-from generation's layers followed by the new
-//     one; at a later generation Parent is the parent's digest and Fence
-//     the container's fence); then record it in the ledger
+//     one; RunUID at generation 1 minted from Request.Rand and labelled on
+//     the run lease (snapshot.LabelRunUID; a rerun keeps it), later the
+//     parent's (minted for a /1 or /2 parent); at a later generation
+//     Parent is the parent's digest, Ancestors the parent's followed by
+//     it (snapshot.NextAncestors) and Fence the container's fence); then
+//     record it in the ledger
 //     (ledger.Ledger.Suspended with that fence) while the task is still
 //     paused:
 //     - recorded: write the ref file temp → fsync → rename, then with
@@ -258,7 +263,8 @@ type Result struct {
 //     snapshot.LabelRef) whose task was stopped is deleted with its
 //     snapshot (step 7: its content lives in the layers), and any other
 //     container is labelled — LabelManifest and, when stopped,
-//     LabelSuspended = G — with LabelSuspending (and LabelCreated) removed
+//     LabelSuspended = G — with LabelSuspending (and LabelCreated and
+//     LabelRunUID) removed
 //     in the same update;
 //     - refused (a *ledger.Error, also matching ErrRunConflict), or failed
 //     without the generation recorded (read back with Get): resume a task
@@ -344,7 +350,29 @@ type suspension struct {
 	parent    *snapshot.Ref
 	parentRef digest.Digest
 	from      *snapshot.Ref
-	runUID    string // generation 1's run UID (lease)
+	runUID    string // the ref's run UID (lease at generation 1, else laterRunUID)
+}
+
+// laterRunUID sets s.runUID at a later generation: the parent's
+// (docs/design.md "Exactly once across hosts"), or for a parent without one
+// (a /1 or /2 ref) a new one, labelled on the container
+// (snapshot.LabelRunUID, beside LabelCreated, in labels and removed by
+// undoLabels) so that a rerun writes the same ref; a rerun takes it from
+// that label.
+func (s *suspension) laterRunUID(labels, undoLabels map[string]string) error {
+	if s.parent.IsV3() {
+		s.runUID = s.parent.RunUID
+		return nil
+	}
+	uid := s.ctr.Labels[snapshot.LabelRunUID]
+	if !s.rerun || !snapshot.ValidRunUID(uid) {
+		var err error
+		if uid, err = snapshot.NewRunUID(s.req.Rand); err != nil {
+			return fmt.Errorf("suspend: run %q generation %d: %w", s.run, s.gen, err)
+		}
+	}
+	s.runUID, labels[snapshot.LabelRunUID], undoLabels[snapshot.LabelRunUID] = uid, uid, ""
+	return nil
 }
 
 func (s *suspension) suspend(ctx context.Context) (*Result, error) {
@@ -471,6 +499,9 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		// A rerun writes the same ref: it takes the creation time from here
 		// (generation 1 takes it from the run lease it created).
 		labels[snapshot.LabelCreated], undoLabels[snapshot.LabelCreated] = created, ""
+		if err := s.laterRunUID(labels, undoLabels); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.c.SetContainerLabels(ctx, s.ctr.ID, labels); err != nil {
 		return nil, fmt.Errorf("suspend: label container %q %s=%d: %w", s.ctr.ID, snapshot.LabelSuspending, s.gen, err)
@@ -506,7 +537,7 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		Runtime:     &runtime,
 		KeptRunning: s.req.KeepRunning,
 		Created:     created,
-		RunUID:      s.runUID, // generation 1's, minted with the run lease
+		RunUID:      s.runUID, // lease (generation 1) or laterRunUID
 	}
 	if p := s.parent; p != nil {
 		// Copied from the parent (docs/design.md "SnapshotRef"); the
@@ -514,9 +545,6 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		// (a /2 parent has none: one is minted) and the ancestors are the
 		// parent's and the parent ("Exactly once across hosts").
 		ref.Parent, ref.Fence, ref.Ancestors = s.parentRef, s.fence, snapshot.NextAncestors(p, s.parentRef)
-		if ref.RunUID, err = snapshot.NextRunUID(p, s.req.Rand); err != nil {
-			return nil, s.undo(ctx, fmt.Errorf("suspend: run %q: %w", s.run, err), undoLabels)
-		}
 		ref.Manifest, ref.Core, ref.Pinned, ref.Policy, ref.Lockfile = p.Manifest, p.Core, p.Pinned, p.Policy, p.Lockfile
 		if ref.Policy == nil {
 			ref.Policy = []string{}
@@ -833,7 +861,7 @@ func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, er
 		snapshot.LabelRun: s.run, snapshot.LabelManifest: s.res.Ref.Manifest, snapshot.LabelSuspending: "",
 	}
 	if s.gen > 1 {
-		labels[snapshot.LabelCreated] = ""
+		labels[snapshot.LabelCreated], labels[snapshot.LabelRunUID] = "", ""
 	}
 	if s.res.Ref.KeptRunning {
 		switch s.ctr.Task {
