@@ -1031,7 +1031,7 @@ func TestSuspendAfterV2Parent(t *testing.T) {
 	}
 	inner := ledgerfake.New()
 	if _, err := inner.Suspended(ctx, ledger.SuspendRequest{Run: "old", Generation: 1, Ref: desc.Digest,
-		Container: ledger.Container{Host: testHost.ID, Namespace: fake.Namespace, ID: "Box-1"}}); err != nil {
+		Container: ledger.Container{Host: testHost.ID, Namespace: memhost.DefaultNamespace, ID: "Box-1"}}); err != nil {
 		t.Fatal(err)
 	}
 	resumeInto(t, f, inner, &suspend.Result{Ref: &v2, RefBlob: desc.Digest}, "inc")
