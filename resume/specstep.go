@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 )
 
 // specName names the spec check 10 compares against, for details.
@@ -52,8 +54,8 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 		return refuse(CheckSpec, ClassSnapshotMissing, fmt.Errorf("/ref/spec %s does not decode: %w", s.ref.Spec.Digest, err))
 	}
 	if s.req.Spec == nil {
-		if _, serr := decodeSpec(SpecRecorded, recorded); serr != nil {
-			return "", recordedBad(serr)
+		if err := runspec.Validate(runspec.SideRecorded, recorded); err != nil {
+			return "", recordedBad(err)
 		}
 		if err := s.patch(recorded, s.ref.Spec != nil); err != nil {
 			return "", recordedBad(err)
@@ -61,13 +63,13 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 		return "no spec offered: the incarnation is created from " + s.specName(), nil
 	}
 
-	drift, err := CompareSpec(recorded, s.req.Spec, SpecOptions{
+	drift, err := runspec.Compare(recorded, s.req.Spec, runspec.Options{
 		ContainerEnv:  s.offered.Core.ContainerEnv,
 		HostNamespace: s.facts.HostNamespace,
 	})
-	var serr *SpecError
+	var serr *runspec.Error
 	switch {
-	case errors.As(err, &serr) && serr.Side == SpecRecorded:
+	case errors.As(err, &serr) && serr.Side == runspec.SideRecorded:
 		return "", recordedBad(serr)
 	case errors.As(err, &serr):
 		return "", refuse(CheckSpec, ClassBadInput, fmt.Errorf("%s: %w", s.offeredSpecName(), serr))
@@ -103,12 +105,12 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 }
 
 // patch makes the spec the incarnation is created from (state.createSpec):
-// spec edited by PatchSpec for the container to create in this namespace,
+// spec edited by runspec.Patch for the container to create in this namespace,
 // recorded namespace paths dropped when dropPaths (the recorded spec of a
 // /2 ref; a built spec has none, an offered one keeps its own).
 func (s *state) patch(spec []byte, dropPaths bool) error {
-	out, notApplied, err := PatchSpec(spec, SpecEdit{
-		RootPath: BundleRootfs, Namespace: s.facts.Namespace(), ID: s.targetID(), DropNamespacePaths: dropPaths,
+	out, notApplied, err := runspec.Patch(spec, runspec.Edit{
+		RootPath: runspec.BundleRootfs, Namespace: s.facts.Namespace(), ID: s.targetID(), DropNamespacePaths: dropPaths,
 	})
 	if err != nil {
 		return err

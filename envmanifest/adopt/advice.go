@@ -1,11 +1,11 @@
-package envmanifest
+package adopt
 
 import (
 	"regexp"
 	"strings"
 	"sync"
 
-	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
 // FixAction says what `lint --fix` does about a refusal (docs/design.md
@@ -56,7 +56,7 @@ const (
 // AdviceAnyProperty.
 type AdviceRule struct {
 	Property string
-	Class    Class
+	Class    envmanifest.Class
 	Fix      FixAction
 	Advice   string
 }
@@ -77,71 +77,71 @@ const (
 // own (TestAdviceCoversRefusedProperties).
 var adviceTable = []AdviceRule{
 	// Lifecycle hooks.
-	{"initializeCommand", ClassExecutesOrWidens, FixRemove, "it runs on the host before the container exists, outside any sandbox: do that preparation (mkdir, copying files, a registry login) in the runtime's host-side setup for the unit, or drop it"},
-	{"onCreateCommand", ClassExecutesOrWidens, FixRemove, "it runs once when the container is created; " + adviceBakeHook},
-	{"updateContentCommand", ClassExecutesOrWidens, FixRemove, "it runs when the workspace content is (re)loaded: make it the unit's own first step, run by the sandbox runtime under the unit's grants; a step that does not need the workspace goes into the image instead (a Dockerfile RUN step, then `sandbox-resume pin`)"},
-	{"postCreateCommand", ClassExecutesOrWidens, FixRemove, "it runs after the container is created; " + adviceBakeHook},
-	{"postStartCommand", ClassExecutesOrWidens, FixRemove, "it runs at every start: put it in the image's ENTRYPOINT or CMD (a Dockerfile FROM your image, pushed and pinned) or in the runtime's own start script for the unit"},
-	{"postAttachCommand", ClassExecutesOrWidens, FixRemove, "it runs whenever an editor attaches, an editor convenience that is not part of the environment: run it from the editor's terminal or as a step of the unit"},
+	{"initializeCommand", envmanifest.ClassExecutesOrWidens, FixRemove, "it runs on the host before the container exists, outside any sandbox: do that preparation (mkdir, copying files, a registry login) in the runtime's host-side setup for the unit, or drop it"},
+	{"onCreateCommand", envmanifest.ClassExecutesOrWidens, FixRemove, "it runs once when the container is created; " + adviceBakeHook},
+	{"updateContentCommand", envmanifest.ClassExecutesOrWidens, FixRemove, "it runs when the workspace content is (re)loaded: make it the unit's own first step, run by the sandbox runtime under the unit's grants; a step that does not need the workspace goes into the image instead (a Dockerfile RUN step, then `sandbox-resume pin`)"},
+	{"postCreateCommand", envmanifest.ClassExecutesOrWidens, FixRemove, "it runs after the container is created; " + adviceBakeHook},
+	{"postStartCommand", envmanifest.ClassExecutesOrWidens, FixRemove, "it runs at every start: put it in the image's ENTRYPOINT or CMD (a Dockerfile FROM your image, pushed and pinned) or in the runtime's own start script for the unit"},
+	{"postAttachCommand", envmanifest.ClassExecutesOrWidens, FixRemove, "it runs whenever an editor attaches, an editor convenience that is not part of the environment: run it from the editor's terminal or as a step of the unit"},
 	// Building.
-	{"build", ClassExecutesOrWidens, FixRemove, adviceBuild},
-	{"dockerFile", ClassExecutesOrWidens, FixRemove, "legacy spelling of build.dockerfile: " + adviceBuild},
-	{"context", ClassExecutesOrWidens, FixRemove, "the legacy build context of dockerFile: " + adviceBuild},
-	{"dockerComposeFile", ClassExecutesOrWidens, FixRemove, adviceCompose},
-	{"service", ClassExecutesOrWidens, FixRemove, adviceCompose},
-	{"runServices", ClassExecutesOrWidens, FixRemove, adviceCompose},
+	{"build", envmanifest.ClassExecutesOrWidens, FixRemove, adviceBuild},
+	{"dockerFile", envmanifest.ClassExecutesOrWidens, FixRemove, "legacy spelling of build.dockerfile: " + adviceBuild},
+	{"context", envmanifest.ClassExecutesOrWidens, FixRemove, "the legacy build context of dockerFile: " + adviceBuild},
+	{"dockerComposeFile", envmanifest.ClassExecutesOrWidens, FixRemove, adviceCompose},
+	{"service", envmanifest.ClassExecutesOrWidens, FixRemove, adviceCompose},
+	{"runServices", envmanifest.ClassExecutesOrWidens, FixRemove, adviceCompose},
 	// Privileges.
-	{"runArgs", ClassExecutesOrWidens, FixRemove, "raw docker run flags are not a declaration: " + adviceGrant + "; move -e NAME=VALUE into containerEnv and -v/--mount without options into mounts, and ask the operator for capabilities, devices, --network or --ipc"},
-	{"privileged", ClassExecutesOrWidens, FixRemove, adviceGrant + "; ask the operator for the specific capabilities the unit needs (\"privileged\": false is refused too: the rule is about the declaration, so delete the line)"},
-	{"capAdd", ClassExecutesOrWidens, FixRemove, adviceGrant + "; ask the operator to grant these capabilities to the unit (for example SYS_PTRACE for a debugger)"},
-	{"securityOpt", ClassExecutesOrWidens, FixRemove, adviceGrant + "; seccomp, AppArmor and SELinux profiles (seccomp=unconfined for a debugger) are requested from the operator for the unit"},
-	{"init", ClassExecutesOrWidens, FixRemove, "PID 1 is the runtime's choice: the sandbox runtime supplies an init when the unit needs one; or bake one into the image (ENTRYPOINT [\"tini\", \"--\"]) and pin it"},
-	{"workspaceMount", ClassExecutesOrWidens, FixRemove, "it can bind any host path: the workspace is the runtime's data grant for the unit, so remove it; other data goes in mounts (type, source, target and nothing else)"},
-	{AdviceGPU, ClassExecutesOrWidens, FixRemove, "it adds --gpus all whatever its value: GPUs are a device grant the operator gives the unit; keep cpus, memory and storage, which are excluded from the address"},
+	{"runArgs", envmanifest.ClassExecutesOrWidens, FixRemove, "raw docker run flags are not a declaration: " + adviceGrant + "; move -e NAME=VALUE into containerEnv and -v/--mount without options into mounts, and ask the operator for capabilities, devices, --network or --ipc"},
+	{"privileged", envmanifest.ClassExecutesOrWidens, FixRemove, adviceGrant + "; ask the operator for the specific capabilities the unit needs (\"privileged\": false is refused too: the rule is about the declaration, so delete the line)"},
+	{"capAdd", envmanifest.ClassExecutesOrWidens, FixRemove, adviceGrant + "; ask the operator to grant these capabilities to the unit (for example SYS_PTRACE for a debugger)"},
+	{"securityOpt", envmanifest.ClassExecutesOrWidens, FixRemove, adviceGrant + "; seccomp, AppArmor and SELinux profiles (seccomp=unconfined for a debugger) are requested from the operator for the unit"},
+	{"init", envmanifest.ClassExecutesOrWidens, FixRemove, "PID 1 is the runtime's choice: the sandbox runtime supplies an init when the unit needs one; or bake one into the image (ENTRYPOINT [\"tini\", \"--\"]) and pin it"},
+	{"workspaceMount", envmanifest.ClassExecutesOrWidens, FixRemove, "it can bind any host path: the workspace is the runtime's data grant for the unit, so remove it; other data goes in mounts (type, source, target and nothing else)"},
+	{AdviceGPU, envmanifest.ClassExecutesOrWidens, FixRemove, "it adds --gpus all whatever its value: GPUs are a device grant the operator gives the unit; keep cpus, memory and storage, which are excluded from the address"},
 	// Changes what runs, not identity in v1.
-	{"containerUser", ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry the container's user: set USER in the image (a Dockerfile FROM your image, pushed and pinned) and declare the unit's user as remoteUser"},
-	{"remoteEnv", ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry the environment of tool processes: move constant values to containerEnv (part of the address); values built from ${containerEnv:…} or ${localEnv:…} (PATH extensions, host tokens) are set by the runtime for the unit"},
-	{"overrideCommand", ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry a replaced CMD: the process is the runtime's choice for the unit; a command the container must run goes into the image's ENTRYPOINT or CMD (pushed and pinned)"},
-	{"userEnvProbe", ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry a probed shell environment: put what the shell profile sets into containerEnv, or into the image's ENV (pushed and pinned)"},
-	{"updateRemoteUserUID", ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry a UID remap: build the image with the UID and GID the unit runs as, or leave the mapping to the runtime's user namespace"},
-	{"overrideFeatureInstallOrder", ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry an install order: rely on the features' own dependsOn and installsAfter, or install the features into a pre-built image in the order you need (pushed and pinned)"},
-	{"workspaceFolder", ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry the working folder: the runtime binds the workspace and sets the unit's working directory"},
+	{"containerUser", envmanifest.ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry the container's user: set USER in the image (a Dockerfile FROM your image, pushed and pinned) and declare the unit's user as remoteUser"},
+	{"remoteEnv", envmanifest.ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry the environment of tool processes: move constant values to containerEnv (part of the address); values built from ${containerEnv:…} or ${localEnv:…} (PATH extensions, host tokens) are set by the runtime for the unit"},
+	{"overrideCommand", envmanifest.ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry a replaced CMD: the process is the runtime's choice for the unit; a command the container must run goes into the image's ENTRYPOINT or CMD (pushed and pinned)"},
+	{"userEnvProbe", envmanifest.ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry a probed shell environment: put what the shell profile sets into containerEnv, or into the image's ENV (pushed and pinned)"},
+	{"updateRemoteUserUID", envmanifest.ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry a UID remap: build the image with the UID and GID the unit runs as, or leave the mapping to the runtime's user namespace"},
+	{"overrideFeatureInstallOrder", envmanifest.ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry an install order: rely on the features' own dependsOn and installsAfter, or install the features into a pre-built image in the order you need (pushed and pinned)"},
+	{"workspaceFolder", envmanifest.ClassChangesWhatRuns, FixRemove, "the v1 manifest cannot carry the working folder: the runtime binds the workspace and sets the unit's working directory"},
 	// Identity members.
-	{"image", ClassMissing, FixNone, "add \"image\": a pre-built image reference (registry/name:tag), then run `sandbox-resume pin` to add its digest; when the file had build or dockerFile (which --fix removes), build that Dockerfile once, push it and declare the pushed image; with dockerComposeFile, declare the primary service's image"},
-	{"image", ClassInvalidValue, FixNone, "write a literal image reference (registry/name:tag, or name@sha256:<64 hex>): ${…} variables are kept as written, so the reference is not valid; then run `sandbox-resume pin`"},
-	{"features", ClassInvalidValue, FixNone, "features is an object whose keys are feature ids and whose values are option objects (or omit it)"},
-	{AdviceFeature, ClassInvalidValue, FixRemove, "use an OCI feature id with a registry (ghcr.io/devcontainers/features/<name>:<major>): GitHub-release ids owner/repo/<name>@vX moved to ghcr.io, gradle, maven and jupyterlab are options of the java and python features, and a feature whose value is false or \"\" is dropped by the reference CLI; --fix removes the feature, so re-add it in the accepted form"},
-	{AdviceFeature, ClassConflict, FixNone, "these keys name one feature (ids are case-insensitive and legacy short ids are ghcr.io/devcontainers/features/<id>:1): keep one of them"},
-	{AdviceFeature, ClassLockfile, FixNone, "the lockfile entry for this feature is wrong: regenerate devcontainer-lock.json with the reference CLI (devcontainer upgrade --workspace-folder .) or delete the entry, then run `sandbox-resume pin`"},
-	{"containerEnv", ClassInvalidValue, FixNone, "containerEnv is an object of NAME: \"string\" (or omit it)"},
-	{AdviceEnvVar, ClassInvalidValue, FixRemove, "write the variable as NAME: \"string\": quote numbers and booleans, and use a name that is not empty and has no '='"},
-	{AdviceEnvVar, ClassReservedEnv, FixRemove, "this name can inject code into every process, redirect its network or replace its trust roots, so the policy refuses it (docs/reserved-env.md): set it in the image's ENV if the toolchain needs it (then it is bytes of the pinned image), or ask the operator to set it for the unit; --policy FILE extends the list, --policy none turns it off"},
-	{"mounts", ClassInvalidValue, FixNone, "mounts is an array of docker --mount strings or {type, source, target} objects (or omit it)"},
-	{AdviceMount, ClassChangesWhatRuns, FixRemoveMount, "mount options (readonly, bind-propagation, volume-opt, …) change what runs and the v1 manifest cannot carry them: --fix removes the whole mount, never just the option (without readonly the mount would be writable); ask the operator for the mount with its options as the unit's data grant, or declare it with type, source and target only if it may be writable"},
-	{AdviceMount, ClassInvalidValue, FixRemoveMount, "write the mount as a docker --mount string (type=bind|volume|tmpfs,source=…,target=…) or as {\"type\": \"bind\"|\"volume\", \"source\": …, \"target\": …}; --fix removes the mount"},
-	{AdviceMount, ClassMissing, FixRemoveMount, "give the mount a target (and, in object form, a type: bind or volume); --fix removes the mount"},
-	{AdviceMount, ClassConflict, FixNone, "two mounts have the same target: keep one"},
-	{"remoteUser", ClassInvalidValue, FixNone, "remoteUser is a user name string (or omit it)"},
+	{"image", envmanifest.ClassMissing, FixNone, "add \"image\": a pre-built image reference (registry/name:tag), then run `sandbox-resume pin` to add its digest; when the file had build or dockerFile (which --fix removes), build that Dockerfile once, push it and declare the pushed image; with dockerComposeFile, declare the primary service's image"},
+	{"image", envmanifest.ClassInvalidValue, FixNone, "write a literal image reference (registry/name:tag, or name@sha256:<64 hex>): ${…} variables are kept as written, so the reference is not valid; then run `sandbox-resume pin`"},
+	{"features", envmanifest.ClassInvalidValue, FixNone, "features is an object whose keys are feature ids and whose values are option objects (or omit it)"},
+	{AdviceFeature, envmanifest.ClassInvalidValue, FixRemove, "use an OCI feature id with a registry (ghcr.io/devcontainers/features/<name>:<major>): GitHub-release ids owner/repo/<name>@vX moved to ghcr.io, gradle, maven and jupyterlab are options of the java and python features, and a feature whose value is false or \"\" is dropped by the reference CLI; --fix removes the feature, so re-add it in the accepted form"},
+	{AdviceFeature, envmanifest.ClassConflict, FixNone, "these keys name one feature (ids are case-insensitive and legacy short ids are ghcr.io/devcontainers/features/<id>:1): keep one of them"},
+	{AdviceFeature, envmanifest.ClassLockfile, FixNone, "the lockfile entry for this feature is wrong: regenerate devcontainer-lock.json with the reference CLI (devcontainer upgrade --workspace-folder .) or delete the entry, then run `sandbox-resume pin`"},
+	{"containerEnv", envmanifest.ClassInvalidValue, FixNone, "containerEnv is an object of NAME: \"string\" (or omit it)"},
+	{AdviceEnvVar, envmanifest.ClassInvalidValue, FixRemove, "write the variable as NAME: \"string\": quote numbers and booleans, and use a name that is not empty and has no '='"},
+	{AdviceEnvVar, envmanifest.ClassReservedEnv, FixRemove, "this name can inject code into every process, redirect its network or replace its trust roots, so the policy refuses it (docs/reserved-env.md): set it in the image's ENV if the toolchain needs it (then it is bytes of the pinned image), or ask the operator to set it for the unit; --policy FILE extends the list, --policy none turns it off"},
+	{"mounts", envmanifest.ClassInvalidValue, FixNone, "mounts is an array of docker --mount strings or {type, source, target} objects (or omit it)"},
+	{AdviceMount, envmanifest.ClassChangesWhatRuns, FixRemoveMount, "mount options (readonly, bind-propagation, volume-opt, …) change what runs and the v1 manifest cannot carry them: --fix removes the whole mount, never just the option (without readonly the mount would be writable); ask the operator for the mount with its options as the unit's data grant, or declare it with type, source and target only if it may be writable"},
+	{AdviceMount, envmanifest.ClassInvalidValue, FixRemoveMount, "write the mount as a docker --mount string (type=bind|volume|tmpfs,source=…,target=…) or as {\"type\": \"bind\"|\"volume\", \"source\": …, \"target\": …}; --fix removes the mount"},
+	{AdviceMount, envmanifest.ClassMissing, FixRemoveMount, "give the mount a target (and, in object form, a type: bind or volume); --fix removes the mount"},
+	{AdviceMount, envmanifest.ClassConflict, FixNone, "two mounts have the same target: keep one"},
+	{"remoteUser", envmanifest.ClassInvalidValue, FixNone, "remoteUser is a user name string (or omit it)"},
 	// Lockfile and the whole document.
-	{AdviceDocument, ClassLockfile, FixNone, "the lockfile does not parse, or a required one is missing: regenerate devcontainer-lock.json with the reference CLI (devcontainer upgrade --workspace-folder .), or name the right file with --lockfile"},
-	{AdviceDocument, ClassSyntax, FixNone, "the file is not JSONC: fix the syntax at the line:column shown (comments and one trailing comma are allowed; the top level must be an object)"},
-	{AdviceDocument, ClassEncoding, FixNone, "the file is not valid UTF-8: save it as UTF-8"},
-	{AdviceDocument, ClassLimit, FixNone, "the file is larger than 1 MiB or nested deeper than 64 levels: move data out of devcontainer.json"},
+	{AdviceDocument, envmanifest.ClassLockfile, FixNone, "the lockfile does not parse, or a required one is missing: regenerate devcontainer-lock.json with the reference CLI (devcontainer upgrade --workspace-folder .), or name the right file with --lockfile"},
+	{AdviceDocument, envmanifest.ClassSyntax, FixNone, "the file is not JSONC: fix the syntax at the line:column shown (comments and one trailing comma are allowed; the top level must be an object)"},
+	{AdviceDocument, envmanifest.ClassEncoding, FixNone, "the file is not valid UTF-8: save it as UTF-8"},
+	{AdviceDocument, envmanifest.ClassLimit, FixNone, "the file is larger than 1 MiB or nested deeper than 64 levels: move data out of devcontainer.json"},
 	// Any property.
-	{AdviceAnyProperty, ClassDuplicateKey, FixKeepLast, "a name given twice in one object can mean two environments to two parsers: keep one (the reference CLI uses the last one, which --fix keeps)"},
-	{AdviceAnyProperty, ClassNumber, FixNone, "write the number as a string, or as a whole number within ±(2^53−1) or a decimal without excess digits"},
-	{AdviceAnyProperty, ClassEncoding, FixNone, "remove the Unicode noncharacter or lone-surrogate escape from the name or string"},
-	{AdviceAnyProperty, ClassUnknownProperty, FixRemove, "not a devcontainer.json property (names are case-sensitive): remove it, or spell it as the property it was meant to be"},
+	{AdviceAnyProperty, envmanifest.ClassDuplicateKey, FixKeepLast, "a name given twice in one object can mean two environments to two parsers: keep one (the reference CLI uses the last one, which --fix keeps)"},
+	{AdviceAnyProperty, envmanifest.ClassNumber, FixNone, "write the number as a string, or as a whole number within ±(2^53−1) or a decimal without excess digits"},
+	{AdviceAnyProperty, envmanifest.ClassEncoding, FixNone, "remove the Unicode noncharacter or lone-surrogate escape from the name or string"},
+	{AdviceAnyProperty, envmanifest.ClassUnknownProperty, FixRemove, "not a devcontainer.json property (names are case-sensitive): remove it, or spell it as the property it was meant to be"},
 	// The image's devcontainer.metadata label.
-	{AdviceImageMetadata, ClassExecutesOrWidens, FixNone, "the image's devcontainer.metadata label carries this member, and Dev Containers tooling runs it over any declaration: rebuild the image without it (remove it from the devcontainer.json or features the image was built from, or build FROM a plain base image), push it and pin the new image"},
-	{AdviceImageMetadata, ClassChangesWhatRuns, FixNone, "the image's devcontainer.metadata label sets this member, which the v1 manifest cannot carry: rebuild the image without it, push it and pin the new image"},
-	{AdviceImageMetadata, ClassUnknownProperty, FixNone, "the image's devcontainer.metadata label holds a member no table knows: rebuild the image without it, push it and pin the new image"},
+	{AdviceImageMetadata, envmanifest.ClassExecutesOrWidens, FixNone, "the image's devcontainer.metadata label carries this member, and Dev Containers tooling runs it over any declaration: rebuild the image without it (remove it from the devcontainer.json or features the image was built from, or build FROM a plain base image), push it and pin the new image"},
+	{AdviceImageMetadata, envmanifest.ClassChangesWhatRuns, FixNone, "the image's devcontainer.metadata label sets this member, which the v1 manifest cannot carry: rebuild the image without it, push it and pin the new image"},
+	{AdviceImageMetadata, envmanifest.ClassUnknownProperty, FixNone, "the image's devcontainer.metadata label holds a member no table knows: rebuild the image without it, push it and pin the new image"},
 	{AdviceImageMetadata, AnyClass, FixNone, "the image's devcontainer.metadata label does not decode strictly: rebuild the image with a well-formed label (or none), push it and pin the new image"},
 }
 
 // AnyClass in an AdviceRule matches every class (used for the image
 // metadata label, whose problems all have one remedy).
-const AnyClass Class = "*"
+const AnyClass envmanifest.Class = "*"
 
 // AdviceRules returns a copy of the advice table (docs/design.md
 // "Adoption"), in table order.
@@ -149,7 +149,7 @@ func AdviceRules() []AdviceRule { return append([]AdviceRule(nil), adviceTable..
 
 type adviceKey struct {
 	property string
-	class    Class
+	class    envmanifest.Class
 }
 
 var adviceIndex = func() map[adviceKey]int {
@@ -172,7 +172,7 @@ func AdviceProperty(ptr string) string {
 	if ptr == "" {
 		return AdviceDocument
 	}
-	if ptr == ImageMetadataPointer || strings.HasPrefix(ptr, ImageMetadataPointer+"/") {
+	if ptr == envmanifest.ImageMetadataPointer || strings.HasPrefix(ptr, envmanifest.ImageMetadataPointer+"/") {
 		return AdviceImageMetadata
 	}
 	toks := pointerTokens(ptr)
@@ -217,7 +217,7 @@ func pointerTokens(ptr string) []string {
 // the image's devcontainer.metadata label never takes an AdviceAnyProperty
 // row: those are about the document (a duplicate name in the label is
 // not something --fix can keep the last of; the image is rebuilt).
-func adviceFor(r Refusal) (AdviceRule, bool) {
+func adviceFor(r envmanifest.Refusal) (AdviceRule, bool) {
 	prop := AdviceProperty(r.Pointer)
 	keys := []adviceKey{{prop, r.Class}, {AdviceAnyProperty, r.Class}, {prop, AnyClass}}
 	if prop == AdviceImageMetadata {
@@ -234,27 +234,27 @@ func adviceFor(r Refusal) (AdviceRule, bool) {
 // Advise returns the advice for one refusal (docs/design.md
 // "Adoption"): the table row of its property and class, with the known
 // property within edit distance 2 an unknown one probably meant.
-func Advise(r Refusal) LintRefusal { return advise(r, nil) }
+func Advise(r envmanifest.Refusal) LintRefusal { return advise(r, nil) }
 
-// advise is Advise with the document at hand (root may be nil), which adds
+// advise is Advise with the document at hand (doc may be nil), which adds
 // what the member itself shows: the default of an image given as
 // ${localEnv:NAME:default}, the ghcr.io id of a GitHub-release feature id.
-func advise(r Refusal, root *strictjson.Node) LintRefusal {
+func advise(r envmanifest.Refusal, doc *envmanifest.Analysis) LintRefusal {
 	rule, _ := adviceFor(r)
 	text := rule.Advice
 	toks := pointerTokens(r.Pointer)
 	switch {
-	case r.Class == ClassUnknownProperty && len(toks) == 1:
+	case r.Class == envmanifest.ClassUnknownProperty && len(toks) == 1:
 		if s, ok := SuggestProperty(toks[0]); ok {
 			text = "did you mean \"" + s.Name + "\" (" + string(s.Class) + ": " + s.Note + ")? " + text
 		}
-	case r.Class == ClassInvalidValue && r.Pointer == "/image":
-		if v := root.Get("image"); v != nil && v.Kind == strictjson.KindString {
-			if m := localEnvDefault().FindStringSubmatch(v.Str); m != nil {
+	case r.Class == envmanifest.ClassInvalidValue && r.Pointer == "/image":
+		if doc != nil && doc.HasImage {
+			if m := localEnvDefault().FindStringSubmatch(doc.Image); m != nil {
 				text = "the variable's default is " + m[1] + ": declare that (or the image you mean) literally. " + text
 			}
 		}
-	case r.Class == ClassInvalidValue && rule.Property == AdviceFeature && len(toks) == 2:
+	case r.Class == envmanifest.ClassInvalidValue && rule.Property == AdviceFeature && len(toks) == 2:
 		if m := githubReleaseFeature().FindStringSubmatch(toks[1]); m != nil {
 			text = "this GitHub-release id is now published as ghcr.io/" + m[1] + "/" + m[2] + "/" + m[3] + " (choose its current major tag, e.g. :1). " + text
 		}
@@ -278,12 +278,13 @@ var localEnvDefault = sync.OnceValue(func() *regexp.Regexp {
 // nearest within optimal-string-alignment distance 2 (letters compared
 // case-insensitively; ties go to the first in name order). ok is false
 // when none is that near.
-func SuggestProperty(name string) (PropertyInfo, bool) {
+func SuggestProperty(name string) (envmanifest.PropertyInfo, bool) {
 	lower := strings.ToLower(name)
 	best, bestD := -1, 3
-	for i, p := range propertyTable {
+	props := envmanifest.Properties()
+	for i, p := range props {
 		if p.Name == name {
-			return PropertyInfo{}, false // known: nothing to suggest
+			return envmanifest.PropertyInfo{}, false // known: nothing to suggest
 		}
 		pl := strings.ToLower(p.Name)
 		if pl == lower {
@@ -294,9 +295,9 @@ func SuggestProperty(name string) (PropertyInfo, bool) {
 		}
 	}
 	if best < 0 {
-		return PropertyInfo{}, false
+		return envmanifest.PropertyInfo{}, false
 	}
-	return propertyTable[best], true
+	return props[best], true
 }
 
 // editDistance is the optimal string alignment distance between a and b
