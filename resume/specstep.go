@@ -65,7 +65,9 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 
 	drift, err := runspec.Compare(recorded, s.req.Spec, runspec.Options{
 		ContainerEnv:  s.offered.Core.ContainerEnv,
+		Reserved:      s.ref.Policy,
 		HostNamespace: s.facts.HostNamespace,
+		BindSource:    runspec.CheckBindSource,
 	})
 	var serr *runspec.Error
 	switch {

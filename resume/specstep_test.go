@@ -2,7 +2,9 @@ package resume_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,7 +131,8 @@ func TestSpecCheck(t *testing.T) {
 		drift   []string // pointers of specDrift entries, "+" suffix for allowed
 		created bool
 	}
-	bind := edit(t, `"/srv/host-a/work"`, `"/srv/host-b/work"`)
+	hostB := strconv.Quote(t.TempDir()) // an offered bind source must exist here (runspec.CheckBindSource)
+	bind := edit(t, `"/srv/host-a/work"`, hostB)
 	for _, tc := range []struct {
 		name  string
 		spec  string
@@ -141,7 +144,7 @@ func TestSpecCheck(t *testing.T) {
 		{"args, env, cwd differ", edit(t, `exec sleep 86400"`, `exec sleep 1"`, `"cwd": "/work"`, `"cwd": "/tmp"`), nil, want{0, "", "", "does not widen", []string{}, true}},
 		{"CAP_SYS_ADMIN added", edit(t, `"bounding": ["CAP_CHOWN", "CAP_KILL"]`, `"bounding": ["CAP_CHOWN", "CAP_KILL", "CAP_SYS_ADMIN"]`), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/capabilities/bounding", []string{"/process/capabilities/bounding/2"}, false}},
-		{"CAP_SYS_ADMIN and a bind source", edit(t, `"effective": ["CAP_CHOWN", "CAP_KILL"]`, `"effective": ["CAP_SYS_ADMIN"]`, `"/srv/host-a/work"`, `"/srv/host-b/work"`), nil,
+		{"CAP_SYS_ADMIN and a bind source", edit(t, `"effective": ["CAP_CHOWN", "CAP_KILL"]`, `"effective": ["CAP_SYS_ADMIN"]`, `"/srv/host-a/work"`, hostB), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/capabilities/effective", nil, false}},
 		{"noNewPrivileges off", edit(t, `"noNewPrivileges": true`, `"noNewPrivileges": false`), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/noNewPrivileges", []string{"/process/noNewPrivileges"}, false}},
@@ -151,6 +154,12 @@ func TestSpecCheck(t *testing.T) {
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/x-new", []string{"/x-new"}, false}},
 		{"containerEnv entry missing", edit(t, `"A=1", `, ``), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/env", nil, false}},
+		{"bind source re-pointed at the containerd socket", edit(t, `"/srv/host-a/work"`, `"/run/containerd/containerd.sock"`), nil,
+			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/mounts/1/source", []string{"/mounts/1/source"}, false}},
+		{"bind source that does not exist here", edit(t, `"/srv/host-a/work"`, strconv.Quote(filepath.Join(t.TempDir(), "gone"))), nil,
+			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/mounts/1/source", []string{"/mounts/1/source"}, false}},
+		{"reserved env name added", edit(t, `"A=1", `, `"A=1", "LD_PRELOAD=/tmp/x.so", `), func(fx *fixture) { fx.ref.Policy = []string{"LD_PRELOAD"} },
+			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/env/2", []string{"/process/env/2"}, false}},
 		{"not JSON", `{"ociVersion": `, nil, want{2, resume.ClassBadInput, resume.CheckSpec, "offered spec", nil, false}},
 		{"not a spec", `["ociVersion"]`, nil, want{2, resume.ClassBadInput, resume.CheckSpec, "offered.json: offered spec", nil, false}},
 		{"wrong type", edit(t, `"terminal": true`, `"terminal": "yes"`), nil, want{2, resume.ClassBadInput, resume.CheckSpec, "/process/terminal", nil, false}},
@@ -228,14 +237,15 @@ func TestSpecCheck(t *testing.T) {
 // terminal set false.
 func TestOfferedSpecIsCreated(t *testing.T) {
 	fx, m := specFixture(t)
-	offered := edit(t, `"/srv/host-a/work"`, `"/srv/host-b/work"`, `"/var/run/netns/old"`, `"/var/run/netns/new"`)
+	hostB := strconv.Quote(t.TempDir()) // an offered bind source must exist here (runspec.CheckBindSource)
+	offered := edit(t, `"/srv/host-a/work"`, hostB, `"/var/run/netns/old"`, `"/var/run/netns/new"`)
 	v := resume.Resume(t.Context(), fx.facts, fx.ledger, m, withSpec(fx, offered), resume.ResumeOptions{Container: "offered"})
 	wantVerdict(t, v, 0, "", "")
 	if want := []string{"/process/terminal"}; !slices.Equal(v.NotApplied, want) {
 		t.Errorf("notApplied %v, want %v", v.NotApplied, want)
 	}
 	c, _ := m.Container("offered")
-	for _, want := range []string{`"/srv/host-b/work"`, `"path": "/var/run/netns/new"`, `"terminal":false`, `"cgroupsPath":"system.slice:sr:offered"`} {
+	for _, want := range []string{hostB, `"path": "/var/run/netns/new"`, `"terminal":false`, `"cgroupsPath":"system.slice:sr:offered"`} {
 		if !strings.Contains(string(c.Spec.Spec), want) {
 			t.Errorf("created spec lacks %s:\n%s", want, c.Spec.Spec)
 		}

@@ -92,6 +92,11 @@ type Options struct {
 	// (docs/design.md: process.env may differ, but …). nil: no
 	// requirement.
 	ContainerEnv map[string]string
+	// Reserved is the recorded reserved-environment policy (the ref's
+	// policy): an offered process.env may differ only in names it does not
+	// reserve (compared case-insensitively, as ingestion does); an entry
+	// of a reserved name on one side only is drift, reported at its index.
+	Reserved []string
 	// HostNamespace reports whether path may name the namespace of type
 	// nsType (an OCI type: "pid", "network", "mount", …) of this host's
 	// pid 1, that is whether it has the device and inode of
@@ -99,6 +104,13 @@ type Options struct {
 	// closed). HostPID1Namespace is the real one. nil treats every offered
 	// namespace path as the host's: any offered path is then drift.
 	HostNamespace func(nsType, path string) bool
+	// BindSource checks, on this host, an offered bind mount source that
+	// differs from the recorded one and passed the lexical rule (absolute,
+	// not "/", not under /proc, /sys, /dev, /run, /var/run or /boot); an
+	// error makes the difference drift. CheckBindSource is the real one
+	// (no symlinks, not a socket or device). nil applies the lexical rule
+	// only.
+	BindSource func(path string) error
 }
 
 // Compare is check 10 (docs/design.md "Spec validation"):
@@ -135,6 +147,7 @@ func Compare(recorded, offered []byte, opts Options) ([]SpecDrift, error) {
 	c := &specComparer{opts: opts}
 	c.compare(specRuleTree, r, o, nil, nil)
 	c.requiredEnv(r.get("process").get("env"), o.get("process").get("env"))
+	c.reservedEnv(r.get("process").get("env"), o.get("process").get("env"))
 
 	sort.SliceStable(c.out, func(a, b int) bool {
 		ea, eb := c.out[a], c.out[b]

@@ -18,6 +18,10 @@ func (c *specComparer) compare(n *ruleNode, r, o, rp, op *specValue) {
 		// process.env's containerEnv requirement runs once, after the walk.
 	case RuleEqual:
 		c.deep(r, o)
+	case RuleListed:
+		if !sameValue(r, o) {
+			c.emit(r, o, true)
+		}
 	case RuleMembers:
 		if !isObjectOrEmpty(r) || !isObjectOrEmpty(o) {
 			c.deep(r, o)
@@ -45,7 +49,7 @@ func (c *specComparer) compare(n *ruleNode, r, o, rp, op *specValue) {
 	case RuleBindSource:
 		if isBindMount(rp) && isBindMount(op) {
 			if !sameValue(r, o) {
-				c.emit(r, o, true)
+				c.emit(r, o, o != nil && o.kind == specString && c.bindSourceRefusal(o.str) == "")
 			}
 			return
 		}
@@ -55,7 +59,12 @@ func (c *specComparer) compare(n *ruleNode, r, o, rp, op *specValue) {
 		if path == "" {
 			return // dropped: a new private namespace
 		}
-		if r.text() == "" || c.opts.HostNamespace == nil || c.opts.HostNamespace(op.get("type").text(), path) {
+		switch {
+		case r.text() == "" || c.opts.HostNamespace == nil || c.opts.HostNamespace(op.get("type").text(), path):
+			c.emit(r, o, false)
+		case op.get("type").text() != "network" && !sameValue(r, o):
+			// only the network namespace is the runtime's to re-point;
+			// another path joins another container's namespace
 			c.emit(r, o, false)
 		}
 	default:
@@ -311,4 +320,32 @@ func (c *specComparer) requiredEnv(renv, oenv *specValue) {
 		}
 		c.out = append(c.out, s)
 	}
+}
+
+// reservedEnv compares the process.env entries whose name the recorded
+// policy reserves (Options.Reserved, case-insensitively) as a set: an
+// entry on one side only is reported at its index on that side.
+func (c *specComparer) reservedEnv(renv, oenv *specValue) {
+	if len(c.opts.Reserved) == 0 {
+		return
+	}
+	reserved := func(e *specValue) bool {
+		name, _, _ := strings.Cut(e.text(), "=")
+		for _, r := range c.opts.Reserved {
+			if strings.EqualFold(r, name) {
+				return true
+			}
+		}
+		return false
+	}
+	filter := func(list []*specValue) *specValue {
+		out := &specValue{kind: specArray}
+		for _, e := range list {
+			if reserved(e) {
+				out.elems = append(out.elems, e)
+			}
+		}
+		return out
+	}
+	c.set(filter(renv.list()), filter(oenv.list()))
 }

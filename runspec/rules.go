@@ -28,17 +28,26 @@ const (
 	RuleOrdered = "ordered"
 	// RuleBindSource: a mount's source. When the mount is a bind mount
 	// on both sides (type "bind", or options holding "bind" or "rbind") it
-	// may differ and the difference is listed with Allowed; otherwise it
-	// must be equal.
+	// may differ and the difference is listed with Allowed, unless the
+	// offered source is not absolute, is "/", lies under /proc, /sys,
+	// /dev, /run, /var/run or /boot, or fails Options.BindSource (a socket,
+	// a device, a symlink on the way): then it is drift. Otherwise it must
+	// be equal.
 	RuleBindSource = "bind-source"
-	// RuleNamespacePath: a namespace's path may be dropped, or may
-	// differ when both sides have one; an offered path the recorded entry
-	// lacks, or one that names a namespace of the host's pid 1
-	// (Options.HostNamespace), is drift.
+	// RuleNamespacePath: a namespace's path may be dropped (a new private
+	// namespace), and only a network namespace's path may differ when both
+	// sides have one; an offered path the recorded entry lacks, one that
+	// names a namespace of the host's pid 1 (Options.HostNamespace), or
+	// another path for any other type (joining another container's
+	// namespace) is drift.
 	RuleNamespacePath = "namespace-path"
+	// RuleListed: differences are allowed and listed with Allowed (the
+	// cosmetic annotations).
+	RuleListed = "listed"
 	// RuleEnv: process.env may differ, but every containerEnv entry of
 	// the recorded core without "${" must be there with its value
-	// (Options.ContainerEnv), reported at the recorded spec's entry.
+	// (Options.ContainerEnv), reported at the recorded spec's entry, and
+	// the entries of reserved names (Options.Reserved) compare as a set.
 	RuleEnv = "env"
 )
 
@@ -144,7 +153,9 @@ var specRules = concatRules(
 	hookRows("prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"),
 	[]Rule{
 		{Pointer: "/annotations", Type: "object", Rule: RuleMembers},
-		{Pointer: "/annotations/*", Type: "string", Rule: RuleMayDiffer, Note: "annotations outside the guarded prefixes"},
+		{Pointer: "/annotations/*", Type: "string", Rule: RuleEqual, Note: "every annotation outside the cosmetic prefixes must be equal (dev.gvisor., io.katacontainers., cdi.k8s.io/, nvidia.com/ and unknown ones included)"},
+		{Pointer: "/annotations/org.opencontainers.image.*", Type: "string", Rule: RuleListed, Note: "cosmetic: listed, allowed"},
+		{Pointer: "/annotations/io.sandbox-resume.note.*", Type: "string", Rule: RuleListed, Note: "cosmetic: listed, allowed"},
 		{Pointer: "/annotations/org.systemd.*", Type: "string", Rule: RuleEqual},
 		{Pointer: "/annotations/run.oci.*", Type: "string", Rule: RuleEqual},
 		{Pointer: "/annotations/io.containerd.*", Type: "string", Rule: RuleEqual},
