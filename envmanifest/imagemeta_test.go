@@ -39,6 +39,10 @@ func TestCheckImageMetadata(t *testing.T) {
 		{"bare object with a lifecycle hook", `{"remoteUser":"vscode","onCreateCommand":"make setup"}`,
 			[]want{{lp + "/onCreateCommand", ClassExecutesOrWidens, "onCreateCommand"}}},
 		{"empty array", `[]`, nil},
+		{"reserved name in a fragment's containerEnv", `[{"id":"ghcr.io/x/y:1"},{"containerEnv":{"GOPATH":"/go","LD_PRELOAD":"/usr/lib/x.so"}}]`,
+			[]want{{lp + "/1/containerEnv/LD_PRELOAD", ClassReservedEnv, "LD_PRELOAD"}}},
+		{"reserved name in another letter case, bare object", `{"containerEnv":{"ld_library_path":"/tmp"}}`,
+			[]want{{lp + "/containerEnv/ld_library_path", ClassReservedEnv, "ld_library_path"}}},
 		{"not JSON", `not json`,
 			[]want{{lp, ClassSyntax, "does not decode: 1:2:"}}},
 		{"empty label", ``,
@@ -130,4 +134,20 @@ func FuzzCheckImageMetadata(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckImageMetadataPolicy: the label's containerEnv goes through the
+// policy given (the recorded one at resume), not only the default.
+func TestCheckImageMetadataPolicy(t *testing.T) {
+	label := `[{"containerEnv":{"LD_PRELOAD":"/x.so","SECRET_TOKEN":"t"}}]`
+	if rs := CheckImageMetadataPolicy(label, []string{}); len(rs) != 0 {
+		t.Errorf("policy none: %v", rs)
+	}
+	rs := CheckImageMetadataPolicy(label, []string{"SECRET_TOKEN"})
+	if len(rs) != 1 || rs[0].Pointer != ImageMetadataPointer+"/0/containerEnv/SECRET_TOKEN" || rs[0].Class != ClassReservedEnv {
+		t.Errorf("policy SECRET_TOKEN: %v", rs)
+	}
+	if rs := CheckImageMetadata(label); len(rs) != 1 || rs[0].Pointer != ImageMetadataPointer+"/0/containerEnv/LD_PRELOAD" {
+		t.Errorf("default policy: %v", rs)
+	}
 }

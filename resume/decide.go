@@ -539,7 +539,7 @@ func (s *state) imageMetadata() (string, error) {
 	if !ok {
 		return "no " + envmanifest.ImageMetadataLabel + " label", nil
 	}
-	rs := envmanifest.CheckImageMetadata(label)
+	rs := envmanifest.CheckImageMetadataPolicy(label, s.ref.Policy)
 	if len(rs) == 0 {
 		return "its " + envmanifest.ImageMetadataLabel + " label passes", nil
 	}

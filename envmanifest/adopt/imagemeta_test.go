@@ -20,6 +20,7 @@ func TestImageMetadataAdvice(t *testing.T) {
 		`[{"containerUser":"root"}]`,
 		`[{"Image":"x"}]`,
 		`[{"privileged":true}]`,
+		`[{"containerEnv":{"LD_PRELOAD":"/x.so"}}]`,
 		`[1]`,
 	} {
 		rs := envmanifest.CheckImageMetadata(label)
