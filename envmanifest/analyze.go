@@ -26,6 +26,16 @@ type Analysis struct {
 	// Features lists the members of /features in document order, a
 	// repeated name once.
 	Features []FeatureSite
+	// Mounts lists the elements of /mounts that ingested, in document
+	// order, with their pointers.
+	Mounts []MountSite
+}
+
+// MountSite is one element of /mounts as ingestion made it: Pointer is
+// /mounts/<i>, Mount the normalized mount.
+type MountSite struct {
+	Pointer string
+	Mount   Mount
 }
 
 // FeatureSite is one member of /features with what ingestion makes of it.
@@ -67,7 +77,7 @@ func Analyze(data []byte, opts Options) (*Analysis, error) {
 		}
 	}
 	SortRefusals(in.refusals)
-	a.Manifest, a.Refusals = in.m, in.refusals
+	a.Manifest, a.Refusals, a.Mounts = in.m, in.refusals, in.sites
 	if v := root.Get("image"); v != nil && v.Kind == strictjson.KindString {
 		a.Image, a.HasImage = v.Str, true
 	}

@@ -75,6 +75,7 @@ func (in *ingester) mounts(v *strictjson.Node) {
 			continue
 		}
 		out = append(out, p.m)
+		in.sites = append(in.sites, MountSite{Pointer: p.ptr, Mount: p.m})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Target < out[j].Target })
 	if len(out) > 0 {

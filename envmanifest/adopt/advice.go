@@ -120,6 +120,7 @@ var adviceTable = []AdviceRule{
 	{AdviceMount, envmanifest.ClassChangesWhatRuns, FixRemoveMount, "mount options (readonly, bind-propagation, volume-opt, …) change what runs and the v1 manifest cannot carry them: --fix removes the whole mount, never just the option (without readonly the mount would be writable); ask the operator for the mount with its options as the unit's data grant, or declare it with type, source and target only if it may be writable"},
 	{AdviceMount, envmanifest.ClassInvalidValue, FixRemoveMount, "write the mount as a docker --mount string (type=bind|volume|tmpfs,source=…,target=…) or as {\"type\": \"bind\"|\"volume\", \"source\": …, \"target\": …}; --fix removes the mount"},
 	{AdviceMount, envmanifest.ClassMissing, FixRemoveMount, "give the mount a target (and, in object form, a type: bind or volume); --fix removes the mount"},
+	{AdviceMount, envmanifest.ClassExecutesOrWidens, FixRemoveMount, "a runtime socket bound into the container (docker.sock, containerd.sock, any *.sock) hands it the daemon, which is root on the host: --fix removes the mount; if the workload needs containers, give it its own rootless daemon or a proxy that allows only what it needs, as the sandbox's grant"},
 	{AdviceMount, envmanifest.ClassConflict, FixNone, "two mounts have the same target: keep one"},
 	{"remoteUser", envmanifest.ClassInvalidValue, FixNone, "remoteUser is a user name string (or omit it)"},
 	// Lockfile and the whole document.

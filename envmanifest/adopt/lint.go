@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -108,7 +109,9 @@ type LintResult struct {
 	Written   bool
 	Remaining []LintRefusal
 	// Manifest is the manifest of the document (fixed, with Fix) when it
-	// ingests; Unpinned lists what keeps it unpinned.
+	// ingests and binds no runtime socket (lint flags those among the
+	// refusals, though ingestion accepts them); Unpinned lists what keeps
+	// it unpinned.
 	Manifest *envmanifest.Manifest
 	Unpinned []Unpinned
 	// Excluded lists the cosmetic and networking members present (of the
@@ -157,9 +160,7 @@ func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, erro
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range parts.Refusals {
-		res.Refusals = append(res.Refusals, advise(r, parts))
-	}
+	res.Refusals = lintRefusals(parts)
 
 	if opts.Image != nil && parts.Manifest != nil && parts.Manifest.Core.Image != "" {
 		rep, err := opts.Image(ctx, parts.Manifest.Core.Image)
@@ -198,10 +199,7 @@ func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, erro
 			if finalParts, err = envmanifest.Analyze(final, opts.Options); err != nil {
 				return nil, err
 			}
-			refusals = refusals[:0:0]
-			for _, r := range finalParts.Refusals {
-				refusals = append(refusals, advise(r, finalParts))
-			}
+			refusals = append(refusals[:0:0], lintRefusals(finalParts)...)
 		}
 		res.Document = final
 		res.Remaining = refusals
@@ -209,7 +207,7 @@ func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, erro
 	if finalParts.Manifest != nil {
 		res.Excluded = finalParts.Manifest.Excluded
 	}
-	if len(finalParts.Refusals) == 0 {
+	if len(finalParts.Refusals) == 0 && len(runtimeSockets(finalParts)) == 0 {
 		m, err := envmanifest.Ingest(final, opts.Options)
 		if err != nil {
 			return nil, err // not reached: the same ingestion had no refusal
@@ -238,6 +236,36 @@ func writeKeepingMode(path string, data []byte) error {
 		mode = fi.Mode().Perm()
 	}
 	return atomicfile.WriteFile(path, data, mode)
+}
+
+// lintRefusals are the refusals of an analysis with advice, and the
+// runtime-socket mounts lint flags beside them (runtimeSockets), sorted
+// by pointer.
+func lintRefusals(p *envmanifest.Analysis) []LintRefusal {
+	rs := append(append([]envmanifest.Refusal(nil), p.Refusals...), runtimeSockets(p)...)
+	envmanifest.SortRefusals(rs)
+	var out []LintRefusal
+	for _, r := range rs {
+		out = append(out, advise(r, p))
+	}
+	return out
+}
+
+// runtimeSockets flags each bind mount whose source is a runtime socket
+// (docs/design.md "Hardening": /var/run/docker.sock,
+// /run/containerd/containerd.sock, any *.sock) as executes-or-widens at
+// the mount: manifest ingestion accepts the mount (its source is data),
+// lint says what it grants.
+func runtimeSockets(p *envmanifest.Analysis) []envmanifest.Refusal {
+	var out []envmanifest.Refusal
+	for _, m := range p.Mounts {
+		if m.Mount.Kind != envmanifest.MountBind || !strings.HasSuffix(m.Mount.Source, ".sock") {
+			continue
+		}
+		out = append(out, envmanifest.Refusal{Pointer: m.Pointer, Class: envmanifest.ClassExecutesOrWidens,
+			Message: fmt.Sprintf("mount source %s is a runtime socket: the container would control that daemon", m.Mount.Source)})
+	}
+	return out
 }
 
 // unpinned lists what keeps the accepted document of p unpinned.

@@ -559,3 +559,37 @@ func TestLintImage(t *testing.T) {
 		t.Errorf("asked %q for a document without an image (%v)", asked, err)
 	}
 }
+
+// TestLintRuntimeSocket: a mount whose source is a runtime socket
+// (docker.sock, containerd.sock, any *.sock) is flagged executes-or-widens
+// with advice (docs/design.md "Hardening"), though the manifest ingests;
+// other binds are not; --fix removes the mount whole and the fixed file
+// is clean.
+func TestLintRuntimeSocket(t *testing.T) {
+	ctx := context.Background()
+	for _, src := range []string{"/var/run/docker.sock", "/run/containerd/containerd.sock", "/home/dev/.podman/podman.sock"} {
+		doc := `{"image": "debian:12", "mounts": ["source=/srv/data,target=/data,type=bind", "source=` + src + `,target=/var/run/docker.sock,type=bind"]}`
+		if _, err := envmanifest.Ingest([]byte(doc), envmanifest.Options{}); err != nil {
+			t.Fatalf("%s: the document should ingest: %v", src, err)
+		}
+		res, err := Lint(ctx, []byte(doc), LintOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OK() || len(res.Refusals) != 1 {
+			t.Fatalf("%s: OK %v refusals %+v, want one flag", src, res.OK(), res.Refusals)
+		}
+		r := res.Refusals[0]
+		if r.Pointer != "/mounts/1" || r.Class != envmanifest.ClassExecutesOrWidens || !strings.Contains(r.Message, src) || r.Property != AdviceMount || !strings.Contains(r.Advice, "socket") || r.Fix != FixRemoveMount {
+			t.Errorf("%s: %+v", src, r)
+		}
+		fixed, after := lintFix(t, doc, envmanifest.Options{})
+		if !fixed.OK() || len(fixed.Remaining) != 0 || strings.Contains(after, src) || !strings.Contains(after, "/srv/data") {
+			t.Errorf("%s: --fix OK %v remaining %v:\n%s", src, fixed.OK(), fixed.Remaining, after)
+		}
+	}
+	res, err := Lint(ctx, []byte(`{"image": "debian:12", "mounts": [{"type": "volume", "source": "x.sock", "target": "/v"}, "source=/srv/socks,target=/s,type=bind"]}`), LintOptions{})
+	if err != nil || !res.OK() {
+		t.Errorf("a volume named x.sock or a directory is no socket: %+v, %v", res, err)
+	}
+}
