@@ -33,7 +33,9 @@ import (
 // runtime spec (--spec), nil when none is offered; SpecSource names it in
 // messages (a path). Check 10 compares it with the recorded spec and,
 // when it passes, the incarnation is created from it (docs/design.md
-// "Spec validation").
+// "Spec validation"). TrustRecordedSpec accepts a recorded spec and runtime
+// from another host without judging them (runspec.JudgeRecorded; an
+// operator's decision, docs/design.md "Hardening").
 type Request struct {
 	RefFile    []byte
 	RefSource  string
@@ -44,6 +46,8 @@ type Request struct {
 	TakeOver   bool
 	Spec       []byte
 	SpecSource string
+
+	TrustRecordedSpec bool
 }
 
 // InputError is an input file of the decision that cannot be read (it

@@ -29,6 +29,9 @@ func (s *state) offeredSpecName() string {
 // decodes; an offered spec decodes and does not widen it. What passes is
 // what the incarnation is created from (state.createSpec).
 func (s *state) specCheck(ctx context.Context) (string, error) {
+	if err := s.judgeRecorded(ctx); err != nil {
+		return "", err
+	}
 	if s.ref.Spec == nil && s.req.Spec == nil {
 		// The previous release's incarnation, made by the Materializer
 		// from the image config and the containerEnv entries on the
@@ -104,6 +107,43 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 		detail += "; allowed differences: " + strings.Join(allowed, ", ")
 	}
 	return detail, nil
+}
+
+// judgeRecorded refuses (spec-drift) a recorded spec or runtime that
+// runspec.JudgeRecorded finds hazards in, unless the request trusts it or
+// this ledger recorded the generation from a suspend on this host (its
+// suspendedBy names this host at the ref's generation). The ref's own
+// host is not taken at its word: its signer is trusted, the host that
+// recorded it may not be. A /1 ref's spec is built here and only its
+// runtime is judged.
+func (s *state) judgeRecorded(ctx context.Context) error {
+	if s.req.TrustRecordedSpec {
+		return nil
+	}
+	if s.ledger != nil {
+		rec, err := s.ledger.Get(ctx, s.ref.Run)
+		// A ledger that cannot be read is judged like no record: check
+		// 11 (claim) reports the ledger's error.
+		if err == nil && rec.SuspendedBy != nil && rec.SuspendedBy.Generation == s.ref.Generation && rec.SuspendedBy.Host == s.hostID {
+			return nil
+		}
+	}
+	var spec []byte
+	if s.ref.Spec != nil {
+		spec = s.spec
+	}
+	hazards, err := runspec.JudgeRecorded(spec, s.ref.Runtime)
+	if err != nil {
+		return refuse(CheckSpec, ClassSnapshotMissing, fmt.Errorf("/ref/spec %s does not decode: %w", s.ref.Spec.Digest, err))
+	}
+	if len(hazards) == 0 {
+		return nil
+	}
+	what := make([]string, len(hazards))
+	for i, h := range hazards {
+		what[i] = h.String()
+	}
+	return refusef(CheckSpec, ClassSpecDrift, "recorded spec from host %s carries %s", s.ref.Host.ID, strings.Join(what, "; "))
 }
 
 // patch makes the spec the incarnation is created from (state.createSpec):

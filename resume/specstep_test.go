@@ -7,9 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/resume/fake"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // recordedSpec is a runtime spec as containerd holds it for a container
@@ -37,7 +42,7 @@ const recordedSpec = `{
   "x-runtime-extension": {"kept": [1, 2, 3]},
   "linux": {
     "cgroupsPath": "system.slice:sr:demo-1",
-    "namespaces": [{"type": "pid"}, {"type": "network", "path": "/var/run/netns/old"}, {"type": "mount"}]
+    "namespaces": [{"type": "pid"}, {"type": "network", "path": "/var/run/netns/old"}, {"type": "mount"}, {"type": "ipc"}, {"type": "uts"}]
   }
 }`
 
@@ -93,7 +98,7 @@ func TestResumeFromRecordedSpec(t *testing.T) {
 	got := string(c.Spec.Spec)
 	for _, want := range []string{
 		`"terminal":false`, `"root":{"path":"rootfs"}`, `"cgroupsPath":"system.slice:sr:` + id + `"`,
-		`"namespaces":[{"type": "pid"},{"type":"network"},{"type": "mount"}]`,
+		`"namespaces":[{"type": "pid"},{"type":"network"},{"type": "mount"},{"type": "ipc"},{"type": "uts"}]`,
 		`"hard": 18446744073709551615`, `"x-runtime-extension":{"kept": [1, 2, 3]}`,
 		`["/bin/sh", "-c", "echo hi; exec sleep 86400"]`, `"source": "/srv/host-a/work"`,
 	} {
@@ -253,4 +258,56 @@ func TestOfferedSpecIsCreated(t *testing.T) {
 	if len(v.SpecDrift) != 1 || !v.SpecDrift[0].Allowed || v.SpecDrift[0].Pointer != "/mounts/1/source" {
 		t.Errorf("specDrift %s", dump(v.SpecDrift))
 	}
+}
+
+// TestRecordedSpecFromAnotherHost: a recorded spec and runtime are judged
+// against the local policy (runspec.JudgeRecorded) unless this ledger
+// recorded the generation from a suspend on this host, or the request
+// trusts them (docs/design.md "Hardening"): OCI hooks and a runc
+// BinaryName are spec-drift (3) naming the recording host.
+func TestRecordedSpecFromAnotherHost(t *testing.T) {
+	hooked := edit(t, `"hostname": "box",`, `"hostname": "box", "hooks": {"prestart": [{"path": "/usr/bin/nsenter"}]},`)
+	binary := &snapshot.Runtime{Name: resume.DefaultRuntime, Options: &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options",
+		Value: []byte("\x32\x10/run/rootfs/runc")}} // field 6, binary_name
+	for _, tc := range []struct {
+		name   string
+		setup  func(*fixture)
+		detail string
+	}{
+		{"hooks", func(fx *fixture) { fx.setSpec(hooked) }, "/hooks/prestart"},
+		{"runc BinaryName", func(fx *fixture) { fx.ref.Runtime = binary }, "/ref/runtime/options/binary_name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx, m := specFixture(t)
+			tc.setup(fx)
+			req := fx.request(fx.signed())
+			for _, mode := range []string{"decide", "resume"} {
+				var v *resume.Verdict
+				if mode == "decide" {
+					v = resume.Decide(t.Context(), fx.facts, fx.ledger, req)
+				} else {
+					v = resume.Resume(t.Context(), fx.facts, fx.ledger, m, req, resume.ResumeOptions{})
+				}
+				wantVerdict(t, v, 3, resume.ClassSpecDrift, resume.CheckSpec)
+				if d := v.Check(resume.CheckSpec).Detail; !strings.Contains(d, "recorded spec from host "+testHostID+" carries "+tc.detail) {
+					t.Errorf("%s: detail %q", mode, d)
+				}
+			}
+			if len(m.Containers()) != 0 || fx.record() != nil {
+				t.Errorf("a judged spec created %v, claimed %v", m.Containers(), fx.record())
+			}
+			req.TrustRecordedSpec = true
+			wantVerdict(t, resume.Decide(t.Context(), fx.facts, fx.ledger, req), 0, "", "")
+		})
+	}
+	t.Run("recorded here", func(t *testing.T) {
+		fx, _ := specFixture(t)
+		fx.setSpec(hooked)
+		refFile := fx.signed()
+		if _, err := fx.ledger.Suspended(t.Context(), ledger.SuspendRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(refFile),
+			Container: ledger.Container{Host: testHostID, Namespace: fx.facts.Namespace(), ID: "src"}, Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		wantVerdict(t, resume.Decide(t.Context(), fx.facts, fx.ledger, fx.request(refFile)), 0, "", "")
+	})
 }
