@@ -7,8 +7,11 @@
 // for a new container (Patch).
 //
 // Compare never goes through JCS: specs compare as parsed values, unknown
-// and future members must be equal (fail closed). HostPID1Namespace is the
-// real host check Options.HostNamespace takes. The package imports the
-// strict decoder and nothing of the deciding packages above it
+// and future members must be equal (fail closed). HostPID1Namespace and
+// CheckBindSource are the real host checks Options takes. JudgeRecorded
+// holds a spec and runtime recorded on another host to the local policy
+// (docs/design.md "Hardening"). The package imports the strict decoder,
+// snapshot's types and containerd's runtime-option messages (the api
+// module, not the client), never resume, suspend or migrate
 // (docs/design.md "Layout", item 6).
 package runspec
