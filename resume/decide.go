@@ -30,7 +30,10 @@ import (
 // live run from its holder, fencing it out (an operator's decision,
 // docs/design.md "The run ledger"). Spec holds the bytes of an offered OCI
 // runtime spec (--spec), nil when none is offered; SpecSource names it in
-// messages (a path). Check 10 compares it with the recorded spec and,
+// messages (a path). Copy is --copy: the claim accepts a generation this
+// ledger never recorded (a copy the source can still resume; without it
+// that is superseded, reason not-handed-off: docs/design.md "Exactly once
+// across hosts"), and the verdict says "copy": true. Check 10 compares it with the recorded spec and,
 // when it passes, the incarnation is created from it (docs/design.md
 // "Spec validation").
 type Request struct {
@@ -41,6 +44,7 @@ type Request struct {
 	Lockfile   string
 	Trust      *envelope.KeyRing
 	TakeOver   bool
+	Copy       bool
 	Spec       []byte
 	SpecSource string
 }
@@ -182,6 +186,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 	v.SpecDrift = s.specDrift
 	if s.cc != nil {
 		v.Fence = s.cc.fence
+		v.Copy = s.cc.copied
 		if h := s.cc.takenOver; h != nil {
 			// Claim writes the fence + 1: the holder fenced out held the
 			// one before.

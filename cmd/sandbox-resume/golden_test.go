@@ -278,7 +278,39 @@ func TestRunsGolden(t *testing.T) {
 		goldenCase{args: []string{"runs", "--run", testRunID}, setup: setup},
 		goldenCase{args: []string{"runs", "--run", "unknown"}, setup: setup},
 		goldenCase{args: []string{"runs", "--ledger-timeout", "0s"}},
+		// Turn 3: a handed-off record and the lineage members.
+		goldenCase{args: []string{"runs"}, setup: lineageSetup(t)},
 	)
+}
+
+// lineageSetup records a run handed off to another host, a run received
+// from one, and a fork, with run UIDs (docs/design.md "The run ledger").
+func lineageSetup(t *testing.T) func(w *world) {
+	return func(w *world) {
+		ctx := context.Background()
+		ctr := func(id string) ledger.Container {
+			return ledger.Container{Host: testHostID, Namespace: "sandbox-resume", ID: id}
+		}
+		made := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
+		g1 := digest.FromString("moved g1")
+		if _, err := w.l.Suspended(ctx, ledger.SuspendRequest{Run: "moved", Generation: 1, Ref: g1, Container: ctr("box-m"), Created: made,
+			RunUID: "ruid:0123456789abcdef0123456789abcdef"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.l.HandedOff(ctx, ledger.HandOffRequest{Run: "moved", Generation: 1, Ref: g1, RunUID: "ruid:0123456789abcdef0123456789abcdef",
+			To: "host-b", Host: testHostID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.l.Received(ctx, ledger.ReceiveRequest{Run: "arrived", Generation: 3, Ref: digest.FromString("arrived g3"),
+			RunUID: "ruid:fedcba9876543210fedcba9876543210", From: "host-c", To: testHostID, Fence: 4}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.l.Suspended(ctx, ledger.SuspendRequest{Run: "forked", Generation: 1, Ref: digest.FromString("forked g1"), Container: ctr("box-f"), Created: made,
+			RunUID:     "ruid:00000000000000000000000000000001",
+			ForkedFrom: &ledger.ForkedFrom{Run: "moved", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Ref: g1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestDiscardGolden(t *testing.T) {

@@ -208,3 +208,23 @@ func (b *broken) Purge(ctx context.Context, run string) (ledger.Record, error) {
 }
 
 func (b *broken) Close() error { return nil }
+
+func (b *broken) HandedOff(ctx context.Context, req ledger.HandOffRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Received(ctx context.Context, req ledger.ReceiveRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Recalled(ctx context.Context, req ledger.RecallRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Unwound(ctx context.Context, req ledger.UnwindRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Repinned(ctx context.Context, req ledger.RepinRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
