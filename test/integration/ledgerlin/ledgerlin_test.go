@@ -1,9 +1,11 @@
 package ledgerlin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -135,6 +137,17 @@ func TestModelRejects(t *testing.T) {
 		r.State, r.Holder, r.Fence = ledger.StateResuming, &claim(i).Holder, fence
 		return &r
 	}
+	lived := func(i int, fence uint64) *ledger.Record {
+		r := *claimed(i, fence)
+		r.State, r.Holder = ledger.StateLive, &ledger.Holder{Container: claim(i).Holder.Container}
+		return &r
+	}
+	judged := func(c *ledger.ClaimRequest, gone ledger.Holder) *ledger.ClaimRequest {
+		c.GoneHolder = &gone
+		return c
+	}
+	discarded := ledger.Record{Run: "r", Generation: 1, Ref: ref, State: ledger.StateDiscarded}
+	purged := ledger.Record{Run: "r", Generation: 1, Ref: ref, State: ledger.StatePurged}
 	op := func(client int, in Input, out Output, call, ret int64) Op {
 		return Op{Client: client, Input: in, Output: out, Call: call, Return: ret}
 	}
@@ -152,10 +165,40 @@ func TestModelRejects(t *testing.T) {
 			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 5),
 			op(2, Input{Kind: KindClaim, Run: "r", Claim: claim(2)}, Output{Record: claimed(2, 1)}, 3, 6),
 		}, porcupine.Illegal},
+		// The judgement is in the history (turn 3): the caller's GoneHolder,
+		// or the backend's own.
 		{"a claim over a gone holder takes fence + 1", []Op{
 			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
 			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 3),
+			op(2, Input{Kind: KindClaim, Run: "r", Claim: judged(claim(2), claim(1).Holder)}, Output{Record: claimed(2, 2)}, 4, 5),
+		}, porcupine.Ok},
+		{"a claim over a holder the backend judged gone", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 3),
+			op(2, Input{Kind: KindClaim, Run: "r", Claim: claim(2), Judged: JudgedByBackend}, Output{Record: claimed(2, 2)}, 4, 5),
+		}, porcupine.Ok},
+		{"a resuming holder replaced without a judgement", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 3),
 			op(2, Input{Kind: KindClaim, Run: "r", Claim: claim(2)}, Output{Record: claimed(2, 2)}, 4, 5),
+		}, porcupine.Illegal},
+		{"a live holder replaced without a take-over", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 2, 3),
+			op(1, Input{Kind: KindLive, Run: "r", Fence: 1, Container: claim(1).Holder.Container}, Output{Record: lived(1, 1)}, 4, 5),
+			op(2, Input{Kind: KindClaim, Run: "r", Claim: claim(2)}, Output{Record: claimed(2, 2)}, 6, 7),
+		}, porcupine.Illegal},
+		{"a purged run's generation claimed", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(0, Input{Kind: KindDiscard, Run: "r"}, Output{Record: &discarded}, 2, 3),
+			op(0, Input{Kind: KindPurge, Run: "r"}, Output{Record: &purged}, 4, 5),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Record: claimed(1, 1)}, 6, 7),
+		}, porcupine.Illegal},
+		{"a purged run's claim refused", []Op{
+			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
+			op(0, Input{Kind: KindDiscard, Run: "r"}, Output{Record: &discarded}, 2, 3),
+			op(0, Input{Kind: KindPurge, Run: "r"}, Output{Record: &purged}, 4, 5),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Class: ledger.ClassSuperseded, Record: &purged}, 6, 7),
 		}, porcupine.Ok},
 		{"a stale read", []Op{
 			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
@@ -181,4 +224,112 @@ func TestModelRejects(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, res, tc.want)
 		}
 	}
+}
+
+// antiReplayOff is ledger.Apply with anti-replay turned off: a claim of a
+// generation below the recorded one, or of a discarded or purged run, is
+// applied as if the record were suspended at that generation.
+func antiReplayOff(cur *ledger.Record, op ledger.Op, now time.Time) (ledger.Record, bool, error) {
+	if c, ok := op.(ledger.ClaimOp); ok && cur != nil &&
+		(cur.Generation > c.Generation || cur.State == ledger.StateDiscarded || cur.State == ledger.StatePurged) {
+		r := cur.Clone()
+		r.Generation, r.Ref, r.State, r.Holder = c.Generation, c.Ref, ledger.StateSuspended, nil
+		return ledger.Apply(&r, op, now)
+	}
+	return ledger.Apply(cur, op, now)
+}
+
+// liveStolen is ledger.Apply with live claims stolen: every claim of a
+// live record is applied as a take-over.
+func liveStolen(cur *ledger.Record, op ledger.Op, now time.Time) (ledger.Record, bool, error) {
+	if c, ok := op.(ledger.ClaimOp); ok && cur != nil && cur.State == ledger.StateLive {
+		c.TakeOver = true
+		op = c
+	}
+	return ledger.Apply(cur, op, now)
+}
+
+// TestCheckerCatchesMutatedApply: the fake ledger running a mutated
+// transition table (injected through fake.WithApply, a test-only seam: the
+// binary links neither) gives histories the model refuses, for both
+// mutations the conformance suite catches — the model has a table and
+// invariants of its own and does not step ledger.Apply. Each mutation is
+// also refused by the invariants alone.
+func TestCheckerCatchesMutatedApply(t *testing.T) {
+	for name, mutated := range map[string]fake.ApplyFunc{"anti-replay off": antiReplayOff, "live claims stolen": liveStolen} {
+		t.Run(name, func(t *testing.T) {
+			caught := false
+			for attempt := range 3 {
+				ops := drive(t, fake.New(fake.WithApply(mutated)), 8, 150, []string{"r0", "r1", "r2"})
+				res, _, _ := Check(ops, time.Minute, "")
+				t.Logf("attempt %d: %s: %s", attempt, Count(ops), res)
+				if res == porcupine.Illegal {
+					caught = true
+					break
+				}
+			}
+			if !caught {
+				t.Fatalf("the checker did not catch a ledger whose table has %s", name)
+			}
+			// The same mutation through the history, judged by the
+			// invariants alone (no table): some success breaks one.
+			ops := drive(t, fake.New(fake.WithApply(mutated)), 8, 150, []string{"r0", "r1", "r2"})
+			if n := invariantBreaks(ops); n == 0 {
+				t.Fatalf("no success of the %s history breaks an invariant", name)
+			} else {
+				t.Logf("%d successes break an invariant", n)
+			}
+		})
+	}
+	// And the real table breaks none.
+	if n := invariantBreaks(drive(t, fake.New(), 8, 150, []string{"r0", "r1", "r2"})); n != 0 {
+		t.Fatalf("%d successes of ledger.Apply break an invariant", n)
+	}
+}
+
+// invariantBreaks replays each client's successful transitions on the
+// record its preceding call of the same run found (the record a refusal
+// carried, a Get read, or a success returned) and counts the successes
+// that break an invariant. It needs no table: only what the history says.
+func invariantBreaks(ops []Op) int {
+	sorted := append([]Op(nil), ops...)
+	slices.SortFunc(sorted, func(a, b Op) int { return cmp.Compare(a.Return, b.Return) })
+	last := map[string]*ledger.Record{} // by run: the latest record a call returned
+	n := 0
+	for _, op := range sorted {
+		out := op.Output
+		switch {
+		case out.Unknown:
+			continue
+		case op.Input.Kind == KindGet:
+			if out.Found {
+				last[op.Input.Run] = out.Record
+			}
+			continue
+		case out.Class != "":
+			last[op.Input.Run] = out.Record
+			continue
+		}
+		cur := last[op.Input.Run]
+		// Only a call whose return follows the one that gave cur, with no
+		// other call of the run between, is judged from cur.
+		if cur != nil && invariants(cur, op.Input, out.Record) != nil && sequential(sorted, op) {
+			n++
+		}
+		if out.Record != nil && out.Record.Run != "" {
+			last[op.Input.Run] = out.Record
+		}
+	}
+	return n
+}
+
+// sequential reports whether op overlaps no other call of its run, so that
+// the record before it is the one the previous call of the run returned.
+func sequential(ops []Op, op Op) bool {
+	for _, o := range ops {
+		if o.Input.Run == op.Input.Run && (o.Client != op.Client || o.Seq != op.Seq) && o.Call < op.Return && op.Call < o.Return {
+			return false
+		}
+	}
+	return true
 }
