@@ -223,12 +223,22 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	copied := s.req.Copy && (cc.rec == nil || cc.rec.Generation != cc.gen || cc.rec.Ref != cc.ref)
 	if s.mat == nil {
 		cc.copied = copied
-		return s.predicted(replaced), nil
+		d := s.predicted(replaced)
+		if copied {
+			d += copyNote
+		}
+		return d, nil
 	}
 	d, err := s.claimRun(ctx, req)
 	cc.copied = copied && err == nil
+	if cc.copied {
+		d += copyNote
+	}
 	return d, err
 }
+
+// copyNote ends the claim check's detail of a claim accepted as a copy.
+const copyNote = "; a copy: this ledger never recorded the generation (no handoff), so the host it came from can still resume it"
 
 // predicted is the claim check's detail under Decide: what Claim would do.
 func (s *state) predicted(replaced *ledger.Holder) string {

@@ -199,6 +199,12 @@ func TestResumeGolden(t *testing.T) {
 	args := func(extra ...string) []string {
 		return append([]string{"resume", "--ref", testRefFile, "--config", testConfFile, "--trust", testPubFile}, extra...)
 	}
+	// copySetup is the world of a ref whose generation this ledger never
+	// recorded: the files and the daemon's content, no ledger record.
+	copySetup := func(w *world) {
+		files(w, r)
+		w.withFacts(r)
+	}
 	golden(t, "resume",
 		goldenCase{args: args("--check"), setup: setup, check: func(t *testing.T, w *world, _ int) {
 			if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateSuspended || len(w.rt.Containers()) != 0 {
@@ -243,8 +249,17 @@ func TestResumeGolden(t *testing.T) {
 			}
 		}},
 		goldenCase{args: args("--check", "--spec", "absent.json"), setup: setup},
+		// Turn 3: a generation this ledger never recorded (no handoff) is
+		// 9, not-handed-off; --copy resumes it and says copy: true.
+		goldenCase{args: args("--check"), setup: copySetup},
+		goldenCase{args: args("--copy"), setup: copySetup, check: func(t *testing.T, w *world, code int) {
+			if rec, _ := w.l.Get(context.Background(), testRunID); code != 0 || rec.State != ledger.StateLive {
+				t.Errorf("resume --copy: exit %d, record %+v", code, rec)
+			}
+		}},
 	)
 }
+
 
 func TestInspectGolden(t *testing.T) {
 	r := newSuspendedRun(t)

@@ -185,6 +185,9 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 	if t := v.TakenOver; t != nil {
 		fmt.Fprintf(w, "taken over (an operator's decision): container %s in namespace %s on host %s, fence %d\n", t.Container, t.Namespace, t.Host, t.Fence)
 	}
+	if v.Copy {
+		fmt.Fprintln(w, "copy: this ledger never recorded the generation; the host it came from can still resume it")
+	}
 	if v.Container != "" {
 		fmt.Fprintf(w, "container: %s\n", v.Container)
 	}
