@@ -260,7 +260,6 @@ func TestResumeGolden(t *testing.T) {
 	)
 }
 
-
 func TestInspectGolden(t *testing.T) {
 	r := newSuspendedRun(t)
 	golden(t, "inspect",
