@@ -32,8 +32,20 @@
 // # Fencing
 //
 // A record's Fence only grows: every transition that hands the run to a new
-// holder writes fence + 1 (Claim, and Suspended with keep at generation 1);
-// no transition lowers it, Discard and Purge keep it. A holder names its
+// holder writes fence + 1 (Claim, Suspended with keep at generation 1, and
+// Recalled); Received writes the larger of the record's and the handoff
+// statement's; no transition lowers it, Discard and Purge keep it.
+//
+// # Exactly once across hosts
+//
+// A record carries the run's UID (RunUID): a Claim, or a later generation,
+// of another run's ref is refused, and a purged run is never claimed again.
+// A Claim more than the recorded generation ahead must continue its chain
+// (ClaimRequest.Parent, Ancestors), and a generation this ledger never
+// recorded is claimed only as a copy (ClaimRequest.Copy): without it the
+// refusal is ErrSuperseded with Code ReasonNotHandedOff. HandedOff,
+// Received and Recalled move a run between per-host ledgers with a signed
+// handoff (docs/design.md "The run ledger"). A holder names its
 // fence in every later transition, so a resumer or container that lost the
 // run can never record a generation.
 //
