@@ -49,6 +49,9 @@ const (
 	KindRelease   = "release"
 	KindDiscard   = "discard"
 	KindPurge     = "purge"
+	KindHandedOff = "handed-off"
+	KindRecalled  = "recalled"
+	KindUnwound   = "unwound"
 )
 
 // Input is one call: Kind, its run, and its arguments.
@@ -59,11 +62,15 @@ type Input struct {
 	Run string `json:"run"`
 	// Suspend is the request of a KindSuspended call.
 	Suspend *ledger.SuspendRequest `json:"suspend,omitempty"`
+	// HandOff is the request of a KindHandedOff call.
+	HandOff *ledger.HandOffRequest `json:"handOff,omitempty"`
+	// Recall is the request of a KindRecalled call.
+	Recall *ledger.RecallRequest `json:"recall,omitempty"`
 	// Claim is the request of a KindClaim call.
 	Claim *ledger.ClaimRequest `json:"claim,omitempty"`
-	// Fence is the fence of a KindLive or KindRelease call.
+	// Fence is the fence of a KindLive, KindRelease or KindUnwound call.
 	Fence uint64 `json:"fence,omitempty"`
-	// Container is the container of a KindLive call.
+	// Container is the container of a KindLive or KindUnwound call.
 	Container ledger.Container `json:"container,omitzero"`
 	// Force is the force of a KindDiscard call.
 	Force bool `json:"force,omitempty"`
@@ -106,6 +113,12 @@ func canonical(r *ledger.Record) state {
 	}
 	c := r.Clone()
 	c.Updated = time.Time{}
+	if c.HandedOff != nil {
+		c.HandedOff.At = time.Time{} // the backend's clock, like Updated
+	}
+	if c.Received != nil {
+		c.Received.At = time.Time{}
+	}
 	if c.SuspendedBy != nil {
 		c.SuspendedBy.Created = c.SuspendedBy.Created.UTC()
 	}
@@ -174,7 +187,8 @@ func fenceOf(r *ledger.Record) uint64 {
 }
 
 // predict is the model's transition table for the calls the workload
-// makes: Suspended, Claim, Live, Release, Discard and Purge.
+// makes: Suspended, Claim, Live, Release, Discard, Purge, HandedOff,
+// Recalled and Unwound.
 func predict(cur *ledger.Record, in Input) []outcome {
 	live := cur != nil && cur.State == ledger.StateLive
 	resuming := cur != nil && cur.State == ledger.StateResuming
@@ -286,6 +300,38 @@ func predict(cur *ledger.Record, in Input) []outcome {
 		}
 		next := &ledger.Record{Run: in.Run, Generation: cur.Generation, Ref: cur.Ref, RunUID: cur.RunUID, State: ledger.StatePurged, Fence: cur.Fence}
 		return []outcome{success(next, next)}
+	case KindHandedOff:
+		h := in.HandOff
+		handed := cur != nil && cur.State == ledger.StateHandedOff
+		switch {
+		case handed && cur.Generation == h.Generation && cur.Ref == h.Ref && cur.HandedOff != nil && cur.HandedOff.To == h.To:
+			return []outcome{unchanged(cur)} // a retried export
+		case handed, live:
+			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+		case h.To == h.Host || h.RunUID == "":
+			return []outcome{refusal(cur, ledger.ClassBadInput)}
+		case cur == nil || cur.State != ledger.StateSuspended || cur.Generation != h.Generation || cur.Ref != h.Ref ||
+			(cur.RunUID != "" && cur.RunUID != h.RunUID):
+			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+		}
+		next := &ledger.Record{Run: in.Run, Generation: cur.Generation, Ref: cur.Ref, RunUID: h.RunUID, State: ledger.StateHandedOff,
+			HandedOff: &ledger.HandedOff{To: h.To}, Fence: cur.Fence}
+		return []outcome{success(next, next)}
+	case KindRecalled:
+		r := in.Recall
+		if cur == nil || cur.State != ledger.StateHandedOff || cur.Generation != r.Generation || cur.Ref != r.Ref {
+			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+		}
+		next := cur.Clone()
+		next.State, next.HandedOff, next.Fence = ledger.StateSuspended, nil, cur.Fence+1
+		return []outcome{success(&next, &next)}
+	case KindUnwound:
+		if !live || cur.Fence != in.Fence || cur.Holder == nil || *cur.Holder != (ledger.Holder{Container: in.Container}) {
+			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+		}
+		next := cur.Clone()
+		next.State, next.Holder = ledger.StateSuspended, nil
+		return []outcome{success(&next, &next)}
 	}
 	panic("ledgerlin: unknown kind " + in.Kind)
 }
@@ -340,6 +386,14 @@ func invariants(cur *ledger.Record, in Input, next *ledger.Record) error {
 	case KindLive:
 		if next.State == ledger.StateLive && cur.State != ledger.StateLive && (cur.State != ledger.StateResuming || cur.Fence != in.Fence) {
 			return fmt.Errorf("live with fence %d from %s", in.Fence, cur)
+		}
+	case KindHandedOff:
+		if next.State == ledger.StateHandedOff && cur.State != ledger.StateHandedOff && cur.State != ledger.StateSuspended {
+			return fmt.Errorf("handed off from %s", cur)
+		}
+	case KindRecalled:
+		if next.Fence != f0+1 {
+			return fmt.Errorf("recall wrote fence %d over %d", next.Fence, f0)
 		}
 	}
 	return nil
@@ -431,6 +485,12 @@ func describe(in Input, out Output) string {
 		call = fmt.Sprintf("discard(%s, force %v)", in.Run, in.Force)
 	case KindPurge:
 		call = fmt.Sprintf("purge(%s)", in.Run)
+	case KindHandedOff:
+		call = fmt.Sprintf("handed-off(%s, gen %d, to %s)", in.Run, in.HandOff.Generation, in.HandOff.To)
+	case KindRecalled:
+		call = fmt.Sprintf("recalled(%s, gen %d)", in.Run, in.Recall.Generation)
+	case KindUnwound:
+		call = fmt.Sprintf("unwound(%s, fence %d, %s)", in.Run, in.Fence, in.Container.ID)
 	}
 	switch {
 	case out.Unknown:

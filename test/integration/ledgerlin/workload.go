@@ -147,6 +147,30 @@ func (c *client) purge(ctx context.Context, run string) {
 	})
 }
 
+func (c *client) handOff(ctx context.Context, req ledger.HandOffRequest) {
+	_, _ = c.record(Input{Kind: KindHandedOff, Run: req.Run, HandOff: &req}, func() (Output, error) {
+		r, err := c.l.HandedOff(ctx, req)
+		return recordOut(r), err
+	})
+}
+
+func (c *client) recall(ctx context.Context, req ledger.RecallRequest) {
+	_, _ = c.record(Input{Kind: KindRecalled, Run: req.Run, Recall: &req}, func() (Output, error) {
+		r, err := c.l.Recalled(ctx, req)
+		return recordOut(r), err
+	})
+}
+
+// unwind gives back what the client holds live (a restore that failed
+// after Live); it no longer holds it, whatever the answer.
+func (c *client) unwind(ctx context.Context, run string, h held) {
+	_, _ = c.record(Input{Kind: KindUnwound, Run: run, Fence: h.fence, Container: h.ctr}, func() (Output, error) {
+		r, err := c.l.Unwound(ctx, ledger.UnwindRequest{Run: run, Fence: h.fence, Container: h.ctr})
+		return recordOut(r), err
+	})
+	delete(c.held, run)
+}
+
 func (c *client) release(ctx context.Context, run string, fence uint64) {
 	_, _ = c.record(Input{Kind: KindRelease, Run: run, Fence: fence}, func() (Output, error) {
 		r, err := c.l.Release(ctx, run, fence)
@@ -216,6 +240,10 @@ func (c *client) round(ctx context.Context) {
 			c.held[run] = held{fence: r.Fence, ctr: r.Holder.Container, gen: r.Generation, uid: r.RunUID}
 		}
 	}
+	if h, ok := c.held[run]; ok && c.pct(4) {
+		c.unwind(ctx, run, h)
+		return
+	}
 	if h, ok := c.held[run]; ok && c.pct(80) {
 		// Suspend the next generation of what this client believes it
 		// holds (refused when it was fenced out).
@@ -250,6 +278,12 @@ func (c *client) round(ctx context.Context) {
 		switch {
 		case c.pct(6):
 			c.discard(ctx, run, false)
+		case c.pct(5):
+			to := fmt.Sprintf("host-%d", c.rng.IntN(3)+100)
+			if c.pct(10) {
+				to = c.host() // this host: bad input
+			}
+			c.handOff(ctx, ledger.HandOffRequest{Run: run, Generation: r.Generation, Ref: r.Ref, RunUID: r.RunUID, To: to, Host: c.host()})
 		case c.pct(5) && r.Generation > 1:
 			c.claim(ctx, run, r.Generation-1, r.Ref, r.RunUID, false, false) // an older generation: superseded
 		case c.pct(5):
@@ -278,6 +312,21 @@ func (c *client) round(ctx context.Context) {
 			c.discard(ctx, run, false)
 		default:
 			c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, false, false)
+		}
+	case r.State == ledger.StateHandedOff:
+		to := ""
+		if r.HandedOff != nil {
+			to = r.HandedOff.To
+		}
+		switch {
+		case c.pct(40):
+			c.recall(ctx, ledger.RecallRequest{Run: run, Generation: r.Generation, Ref: r.Ref})
+		case c.pct(20):
+			c.handOff(ctx, ledger.HandOffRequest{Run: run, Generation: r.Generation, Ref: r.Ref, RunUID: r.RunUID, To: to, Host: c.host()}) // a retried export
+		case c.pct(20):
+			c.discard(ctx, run, c.pct(50)) // stays handed off
+		default:
+			c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, true, false) // handed off: superseded
 		}
 	case r.State == ledger.StateDiscarded:
 		if c.pct(60) {
