@@ -173,12 +173,11 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	// Predict the transition from the record as read: the same table the
 	// ledger runs, so superseded and forked are reported before anything
 	// on this host is looked at, and under --check nothing is written.
-	// The ref's parent is passed for chain continuity. TODO(ref3): the
-	// /3 ref's runUID and ancestors go into RunUID and Ancestors once the
-	// /3 codec (snapshot) carries them; a /2 ref has neither.
+	// The ref's run UID, parent and ancestors: the run UID and chain
+	// continuity rules (a /2 ref has a parent only, a /1 ref none).
 	req := ledger.ClaimRequest{Run: cc.run, Generation: cc.gen, Ref: cc.ref,
 		Holder: ledger.Holder{Container: cc.target}, GoneHolder: cc.gone, TakeOver: s.req.TakeOver,
-		Parent: s.ref.Parent, Copy: s.req.Copy}
+		RunUID: s.ref.RunUID, Parent: s.ref.Parent, Ancestors: s.ref.Ancestors, Copy: s.req.Copy}
 	_, _, perr := ledger.Apply(cc.rec, ledger.ClaimOp{ClaimRequest: req, HolderGone: ledger.JudgedGone(cc.gone, cc.rec)}, time.Now())
 	class, refused := ledgerClass(perr)
 	switch {

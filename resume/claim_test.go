@@ -49,7 +49,7 @@ func liveResumer(t testing.TB, id string) ledger.Holder {
 // fixture's generation and ref (through the ledger's own Claim).
 func (fx *fixture) claimAs(h ledger.Holder) ledger.Claim {
 	fx.t.Helper()
-	c, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()), Holder: h, Copy: true})
+	c, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()), RunUID: fx.ref.RunUID, Holder: h, Copy: true})
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestResumeFencedOut(t *testing.T) {
 			}
 		},
 		"taken over": func(t *testing.T, fx *fixture) {
-			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()),
+			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()), RunUID: fx.ref.RunUID,
 				Holder: liveResumer(t, "other"), GoneHolder: func() *ledger.Holder { r := fx.record(); return r.Holder }()})
 			if err != nil {
 				t.Fatal(err)
