@@ -30,12 +30,12 @@ import (
 // live run from its holder, fencing it out (an operator's decision,
 // docs/design.md "The run ledger"). Spec holds the bytes of an offered OCI
 // runtime spec (--spec), nil when none is offered; SpecSource names it in
-// messages (a path). Copy is --copy: the claim accepts a generation this
-// ledger never recorded (a copy the source can still resume; without it
-// that is superseded, reason not-handed-off: docs/design.md "Exactly once
-// across hosts"), and the verdict says "copy": true. Check 10 compares it with the recorded spec and,
+// messages (a path). Check 10 compares it with the recorded spec and,
 // when it passes, the incarnation is created from it (docs/design.md
-// "Spec validation").
+// "Spec validation"). Copy is --copy: the claim accepts a generation this
+// ledger never recorded (a copy the source can still resume; without it
+// that is superseded, reason not-handed-off: docs/design.md "The run
+// ledger"), and the verdict says "copy": true.
 type Request struct {
 	RefFile    []byte
 	RefSource  string
