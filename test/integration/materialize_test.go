@@ -462,7 +462,8 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := daemonLedger(t, d, "")
-	c, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: holder})
+	uid := s.openRef(t, refFile).RunUID // a claim names the ref's run UID, as resume does
+	c, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), RunUID: uid, Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +479,7 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder.Start += "0"
-	if _, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: holder}); err != nil {
+	if _, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), RunUID: uid, Holder: holder}); err != nil {
 		t.Fatal(err)
 	}
 	code, v = resumeCLI(t, s)
