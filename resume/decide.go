@@ -35,7 +35,10 @@ import (
 // when it passes, the incarnation is created from it (docs/design.md
 // "Spec validation"). TrustRecordedSpec accepts a recorded spec and runtime
 // from another host without judging them (runspec.JudgeRecorded; an
-// operator's decision, docs/design.md "Hardening").
+// operator's decision, docs/design.md "Hardening"). Copy is --copy: the
+// claim accepts a generation this ledger never recorded (a copy the source
+// can still resume; without it that is superseded, reason not-handed-off:
+// docs/design.md "The run ledger"), and the verdict says "copy": true.
 type Request struct {
 	RefFile    []byte
 	RefSource  string
@@ -44,6 +47,7 @@ type Request struct {
 	Lockfile   string
 	Trust      *envelope.KeyRing
 	TakeOver   bool
+	Copy       bool
 	Spec       []byte
 	SpecSource string
 
@@ -187,6 +191,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 	v.SpecDrift = s.specDrift
 	if s.cc != nil {
 		v.Fence = s.cc.fence
+		v.Copy = s.cc.copied
 		if h := s.cc.takenOver; h != nil {
 			// Claim writes the fence + 1: the holder fenced out held the
 			// one before.

@@ -78,8 +78,10 @@ func ExampleDecide() {
 	trust := envelope.NewKeyRing(key.Public().(ed25519.PublicKey))
 
 	decide := func(offered string, trust *envelope.KeyRing) {
+		// The ref was signed here, not suspended through this (empty)
+		// ledger: it is resumed as a copy.
 		v := resume.Decide(ctx, facts, lfake.New(), resume.Request{
-			RefFile: refFile, RefSource: "demo-1.ref.json", Config: []byte(offered), ConfigPath: path, Trust: trust})
+			RefFile: refFile, RefSource: "demo-1.ref.json", Config: []byte(offered), ConfigPath: path, Trust: trust, Copy: true})
 		fmt.Printf("accepted %t, class %q, exit %d\n", v.Accepted, v.Class, v.ExitCode)
 		for _, c := range v.Checks {
 			if c.Result == resume.ResultFail { // the checks after it are skipped

@@ -179,6 +179,11 @@ func (fx *fixture) request(refFile []byte) resume.Request {
 		Config:     []byte(fx.config),
 		ConfigPath: fx.configPath(),
 		Trust:      fx.trust,
+		// The fixture's generations are signed here, not suspended through
+		// its ledger: a resume of one is a copy (docs/design.md "Exactly
+		// once across hosts", not-handed-off). TestClaimCheckOutcomes sets
+		// Copy per case.
+		Copy: true,
 	}
 }
 

@@ -132,6 +132,9 @@ type Verdict struct {
 	Fence uint64
 	// TakenOver is the live holder a take-over fenced out, nil otherwise.
 	TakenOver *TakenOver
+	// Copy is true when the claim check accepted, as a copy (Request.Copy),
+	// a generation the ledger never recorded with this ref: "copy"? true.
+	Copy bool
 }
 
 // TakenOver names the holder a take-over fenced out: the container that
@@ -161,12 +164,13 @@ type verdictJSON struct {
 	Generation  uint64                `json:"generation,omitempty"`
 	Fence       uint64                `json:"fence,omitempty"`
 	TakenOver   *TakenOver            `json:"takenOver,omitempty"`
+	Copy        bool                  `json:"copy,omitempty"`
 }
 
 // MarshalJSON encodes the verdict as docs/design.md's object:
 // {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
 // "specDrift"?, "container"?, "notApplied"?, "pid"?, "materialize"?, "run"?,
-// "generation"?, "fence"?, "takenOver"?}.
+// "generation"?, "fence"?, "takenOver"?, "copy"?}.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	w := verdictJSON{
 		Accepted:    v.Accepted,
@@ -182,6 +186,7 @@ func (v *Verdict) MarshalJSON() ([]byte, error) {
 		Generation:  v.Generation,
 		Fence:       v.Fence,
 		TakenOver:   v.TakenOver,
+		Copy:        v.Copy,
 	}
 	if v.Class != "" {
 		c := v.Class
@@ -224,6 +229,7 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 		Generation:  w.Generation,
 		Fence:       w.Fence,
 		TakenOver:   w.TakenOver,
+		Copy:        w.Copy,
 	}
 	if w.Class != nil {
 		v.Class = *w.Class

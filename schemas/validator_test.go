@@ -1023,6 +1023,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		otherHost bool
 		spec      string // the offered --spec, "" for none
 		label     string // the image's devcontainer.metadata label, when not ""
+		noCopy    bool   // no --copy: the hand-signed generation was never recorded by the ledger
 		// record puts the run's ledger record in place; ref is the
 		// digest of the ref file decided.
 		record func(l *lfake.Ledger, ref digest.Digest)
@@ -1102,7 +1103,9 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.record != nil {
 			s.record(l, digest.FromBytes(refFile))
 		}
-		req := resume.Request{RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr}
+		// The refs are signed here, not suspended through the ledger: a
+		// resume of one is a copy (docs/design.md "Exactly once across hosts").
+		req := resume.Request{RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr, Copy: !s.noCopy}
 		if s.spec != "" {
 			req.Spec, req.SpecSource = []byte(s.spec), "spec.json"
 		}
@@ -1128,6 +1131,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 			`"mounts":[{"destination":"/work","type":"bind","source":"/b","options":["rbind"]}]}`}),
 		"spec-bad-input": run(setup{spec: `{"ociVersion": 1}`}),
 		"image-metadata": run(setup{label: `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`}),
+		"not-handed-off": run(setup{noCopy: true}),
 		"superseded": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
 			l.Discard(context.Background(), "demo-1", false)
 		}}),

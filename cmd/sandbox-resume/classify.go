@@ -77,6 +77,8 @@ func classify(err error) exitcode.Class {
 		return exitcode.ClassForked
 	case ledger.ClassClaimConflict:
 		return exitcode.ClassClaimConflict
+	case ledger.ClassBadInput:
+		return exitcode.ClassBadInput
 	}
 	for _, s := range sentinelClasses {
 		if errors.Is(err, s.err) {

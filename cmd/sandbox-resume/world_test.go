@@ -358,7 +358,7 @@ func newSuspendedRun(t *testing.T) *suspendedRun {
 	r.manifest = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: put(mf), Size: int64(len(mf))}
 	tarBytes := bytes.Repeat([]byte("a changed file\n"), 64) // stands for the diff's tar
 	diff := rawZstd(tarBytes)
-	spec := sfake.DefaultSpec("box-1")
+	spec := recordedSpec()
 	m, err := envmanifest.Ingest([]byte(testConfig), envmanifest.Options{Path: filepath.Join("/work", testConfFile)})
 	if err != nil {
 		t.Fatal(err)
@@ -556,4 +556,14 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// recordedSpec is the runtime spec of the suspended run's container, with
+// containerd's default namespaces: a spec without them shares the host's,
+// and a resume judges such a spec from another host (a copy) privileged
+// (docs/design.md "Hardening").
+func recordedSpec() []byte {
+	return []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/","env":["PATH=/usr/bin:/bin"],"user":{"uid":0,"gid":0}},` +
+		`"root":{"path":"rootfs"},"hostname":"box-1","mounts":[{"destination":"/proc","type":"proc","source":"proc"}],` +
+		`"linux":{"namespaces":[{"type":"pid"},{"type":"ipc"},{"type":"uts"},{"type":"mount"},{"type":"network"}]}}`)
 }

@@ -464,3 +464,33 @@ func (l *Ledger) Purge(ctx context.Context, run string) (ledger.Record, error) {
 	_, rec, err := l.update(ctx, ledger.PurgeOp{Run: run})
 	return rec, err
 }
+
+// HandedOff is ledger.Ledger.HandedOff, in one transaction.
+func (l *Ledger) HandedOff(ctx context.Context, req ledger.HandOffRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Received is ledger.Ledger.Received, in one transaction.
+func (l *Ledger) Received(ctx context.Context, req ledger.ReceiveRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Recalled is ledger.Ledger.Recalled, in one transaction.
+func (l *Ledger) Recalled(ctx context.Context, req ledger.RecallRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Unwound is ledger.Ledger.Unwound, in one transaction.
+func (l *Ledger) Unwound(ctx context.Context, req ledger.UnwindRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Repinned is ledger.Ledger.Repinned, in one transaction.
+func (l *Ledger) Repinned(ctx context.Context, req ledger.RepinRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}

@@ -147,7 +147,7 @@ func TestPinnedResumesAcrossHosts(t *testing.T) {
 			ns := b.NewNamespace()
 			got := filepath.Join(dir, run+".b.ref.json")
 			mustCLI(t, b, ns, nil, "import", tarPath, "--trust", pub, "--out", got)
-			code, stdout, stderr := srcli(t, b, ns, "resume", "--check", "--ref", got, "--config", c.cfg, "--trust", pub)
+			code, stdout, stderr := srcli(t, b, ns, "resume", "--check", "--copy", "--ref", got, "--config", c.cfg, "--trust", pub)
 			var v resume.Verdict
 			if err := json.Unmarshal(stdout, &v); err != nil {
 				t.Fatalf("exit %d: not a verdict: %v\n%s\n%s", code, err, stdout, stderr)
@@ -159,7 +159,7 @@ func TestPinnedResumesAcrossHosts(t *testing.T) {
 				return
 			}
 			// and it does resume there: the incarnation is created.
-			code, stdout, stderr = srcli(t, b, ns, "resume", "--ref", got, "--config", c.cfg, "--trust", pub, "--container", b.ID(run))
+			code, stdout, stderr = srcli(t, b, ns, "resume", "--copy", "--ref", got, "--config", c.cfg, "--trust", pub, "--container", b.ID(run))
 			if err := json.Unmarshal(stdout, &v); err != nil || code != 0 || !v.Accepted {
 				t.Errorf("resume on the second host: exit %d (%v)\n%s\n%s", code, err, stdout, stderr)
 			}
