@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/ledger"
+	"github.com/sandbox-resume/sandbox-resume/ledger/bolt"
+)
+
+// runReal runs the CLI over the real app (newApp: the real ledger
+// backends), as the binary does, and returns the exit code and streams.
+func runReal(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// jsonErrorOf decodes the {"error": …} object of a failed command.
+func jsonErrorOf(t *testing.T, stdout string) jsonError {
+	t.Helper()
+	var out struct {
+		Error jsonError `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("stdout is not one JSON error object: %v\n%s", err, stdout)
+	}
+	return out.Error
+}
+
+// TestLedgerFileRefusals: docs/design.md "Hardening", "Ledger file": a
+// 0-byte or corrupt ledger file is exit 1 naming the file with one JSON
+// error (never a fresh ledger, never a panic); a file writable by others
+// is 1 unless --ledger-insecure-mode.
+func TestLedgerFileRefusals(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"runs", "--ledger", empty, "--output", "json"},
+		{"runs", "--run", "r", "--ledger", empty, "--output", "json"},
+	} {
+		code, stdout, stderr := runReal(t, args...)
+		if code != 1 {
+			t.Errorf("%q: exit %d, want 1\n%s%s", args, code, stdout, stderr)
+			continue
+		}
+		if je := jsonErrorOf(t, stdout); je.Class != "internal" || !strings.Contains(je.Message, empty) {
+			t.Errorf("%q: error %+v, want class internal naming %s", args, je, empty)
+		}
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Errorf("the 0-byte ledger was written: %v %v", fi, err)
+	}
+
+	path := filepath.Join(dir, "ledger.db")
+	if _, err := bolt.New(path).Suspended(context.Background(), ledger.SuspendRequest{Run: "r", Generation: 1,
+		Ref: digest.FromString("g1"), Container: ledger.Container{Host: "h", Namespace: "n", ID: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runReal(t, "runs", "--ledger", path, "--output", "json")
+	if je := jsonErrorOf(t, stdout); code != 1 || !strings.Contains(je.Message, "0666") || !strings.Contains(je.Message, "--ledger-insecure-mode") {
+		t.Errorf("runs on a 0666 ledger: exit %d, %+v, want 1 naming the mode and the flag (%s)", code, je, stderr)
+	}
+	code, stdout, stderr = runReal(t, "runs", "--ledger", path, "--ledger-insecure-mode", "--output", "json")
+	if code != 0 || !strings.Contains(stdout, `"run": "r"`) {
+		t.Errorf("runs --ledger-insecure-mode: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
