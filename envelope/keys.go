@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // KeyIDPrefix starts every key identifier: "ed25519:" + 64 lowercase hex
@@ -200,7 +201,7 @@ func keyKind(k any) string {
 // LoadPrivateKey reads a PKCS#8 PEM Ed25519 private key from path (see
 // ParsePrivateKeyPEM). Errors name the file.
 func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxKey)
 	if err != nil {
 		return nil, fmt.Errorf("private key: %w", err)
 	}
@@ -214,7 +215,7 @@ func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 // LoadPublicKey reads a PKIX PEM Ed25519 public key from path (see
 // ParsePublicKeyPEM). Errors name the file.
 func LoadPublicKey(path string) (ed25519.PublicKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxKey)
 	if err != nil {
 		return nil, fmt.Errorf("public key: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -78,5 +79,49 @@ func TestLedgerFileRefusals(t *testing.T) {
 	code, stdout, stderr = runReal(t, "runs", "--ledger", path, "--ledger-insecure-mode", "--output", "json")
 	if code != 0 || !strings.Contains(stdout, `"run": "r"`) {
 		t.Errorf("runs --ledger-insecure-mode: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestBoundedReads: docs/design.md "Hardening", "Bounded reads": every
+// input file named on the command line — --config, --ref, --spec, --key,
+// --trust, manifest PATH — is read through internal/inputfile: /dev/zero
+// (read to exhaustion before) and a file over the cap are exit 2 naming
+// the file, at once.
+func TestBoundedReads(t *testing.T) {
+	ref, cfg, pub := resumeFiles(t)
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"/dev/zero", big} {
+		for _, args := range [][]string{
+			{"manifest", bad},
+			{"resume", "--check", "--ref", bad, "--config", cfg, "--trust", pub},
+			{"resume", "--check", "--ref", ref, "--config", bad, "--trust", pub},
+			{"resume", "--check", "--ref", ref, "--config", cfg, "--trust", bad},
+			{"resume", "--ref", ref, "--config", cfg, "--trust", pub, "--spec", bad},
+			{"sign", "--key", bad, cfg},
+			{"verify", "--trust", bad, ref},
+			{"inspect", bad},
+		} {
+			args := append(args, "--output", "json")
+			type res struct {
+				code           int
+				stdout, stderr string
+			}
+			done := make(chan res, 1)
+			go func() {
+				code, stdout, stderr := resumeRun(t, args...)
+				done <- res{code, stdout, stderr}
+			}()
+			select {
+			case r := <-done:
+				if r.code != 2 || !strings.Contains(r.stdout, bad) {
+					t.Errorf("%q: exit %d, want 2 naming %s\n%s%s", args, r.code, bad, r.stdout, r.stderr)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%q: still reading after 20 s", args)
+			}
+		}
 	}
 }
