@@ -257,10 +257,11 @@ func loadTrust(path string) (*envelope.KeyRing, error) {
 	return trust, nil
 }
 
-// loadKey loads the private key of --key; failures, a key of the wrong
-// kind included, are badInput.
+// loadKey loads the private key of --key (envelope.LoadPrivateKeyFile: a
+// key file group or other may read is refused); failures, a key of the
+// wrong kind included, are badInput.
 func loadKey(path string) (ed25519.PrivateKey, error) {
-	key, err := envelope.LoadPrivateKey(path)
+	key, err := envelope.LoadPrivateKeyFile(path)
 	if err != nil {
 		return nil, badInput(err)
 	}

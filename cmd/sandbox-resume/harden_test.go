@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,28 @@ func TestBoundedReads(t *testing.T) {
 				t.Fatalf("%q: still reading after 20 s", args)
 			}
 		}
+	}
+}
+
+// TestKeyModeRefused: docs/design.md "Hardening", "Key files": a private
+// key group or other may read is refused (2, as ssh does), naming the mode
+// and the chmod 600 fix; after chmod 600 it signs.
+func TestKeyModeRefused(t *testing.T) {
+	_, cfg, pub := resumeFiles(t)
+	key := strings.TrimSuffix(pub, ".pub") + ".key"
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660} {
+		if err := os.Chmod(key, mode); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := resumeRun(t, "sign", "--key", key, cfg)
+		if want := fmt.Sprintf("mode %04o", mode); code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "chmod 600") || stdout != "" {
+			t.Errorf("sign with a %04o key: exit %d, stdout %q, stderr %q; want 2 naming %q and chmod 600", mode, code, stdout, stderr, want)
+		}
+	}
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := resumeRun(t, "sign", "--key", key, cfg); code != 0 {
+		t.Errorf("sign with a 0600 key: exit %d: %s", code, stderr)
 	}
 }

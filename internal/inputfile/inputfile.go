@@ -44,29 +44,41 @@ var ErrNotRegular = errors.New("input file is not a regular file or a pipe")
 // ErrTooLarge. Errors are *fs.PathError naming path (fs.ErrNotExist for a
 // missing file).
 func Read(path string, limit int64) ([]byte, error) {
+	data, _, err := read(path, limit)
+	return data, err
+}
+
+func read(path string, limit int64) ([]byte, fs.FileMode, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err // *fs.PathError names the path
+		return nil, 0, err // *fs.PathError names the path
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if t := fi.Mode().Type(); t != 0 && t != fs.ModeNamedPipe {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, describe(t))}
+		return nil, 0, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, describe(t))}
 	}
 	if fi.Mode().IsRegular() && fi.Size() > limit {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, fi.Size(), limit)}
+		return nil, 0, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, fi.Size(), limit)}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		return nil, 0, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	if int64(len(data)) > limit {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
+		return nil, 0, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
 	}
-	return data, nil
+	return data, fi.Mode().Perm(), nil
+}
+
+// ReadMode is Read that also returns the open file's permission bits
+// (envelope judges a private key file's mode with them: the mode judged is
+// the file read).
+func ReadMode(path string, limit int64) ([]byte, fs.FileMode, error) {
+	return read(path, limit)
 }
 
 func describe(t fs.FileMode) string {
