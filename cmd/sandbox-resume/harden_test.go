@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +148,36 @@ func TestKeyModeRefused(t *testing.T) {
 	}
 	if code, _, stderr := resumeRun(t, "sign", "--key", key, cfg); code != 0 {
 		t.Errorf("sign with a 0600 key: exit %d: %s", code, stderr)
+	}
+}
+
+// TestOutputErrorIsOne: docs/design.md "Hardening": an output write error
+// (stdout on /dev/full, or closed) is exit 1 naming it on stderr, never
+// the command's exit 0 with its result lost.
+func TestOutputErrorIsOne(t *testing.T) {
+	_, cfg, _ := resumeFiles(t)
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	closed, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	for name, stdout := range map[string]io.Writer{"/dev/full": full, "a closed file": closed} {
+		for _, args := range [][]string{
+			{"manifest", cfg},
+			{"manifest", "--output", "json", cfg},
+			{"--version"},
+			{"manifest", "/nonexistent.json", "--output", "json"}, // the error object is lost too
+		} {
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, strings.NewReader(""), stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), "write output") {
+				t.Errorf("%q with stdout %s: exit %d, stderr %q; want 1 naming the write error", args, name, code, stderr.String())
+			}
+		}
 	}
 }
