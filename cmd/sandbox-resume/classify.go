@@ -38,6 +38,9 @@ var sentinelClasses = []struct {
 	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrBlobCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrInvalidRun, exitcode.ClassUsage},
+	// A workload file named like a whiteout, at suspend (docs/design.md
+	// "Hardening", "Workload file names").
+	{snapshot.ErrWhiteoutName, exitcode.ClassBadInput},
 	// A config (or other input) file that does not exist is refused input.
 	{fs.ErrNotExist, exitcode.ClassBadInput},
 	// An input file over its cap, or a device (docs/design.md "Hardening",
