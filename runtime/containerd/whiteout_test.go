@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/continuity/fs"
+	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
@@ -104,6 +106,37 @@ func TestCheckWhiteoutEntries(t *testing.T) {
 		err := checkWhiteoutEntries(bytes.NewReader(build(dir, h)))
 		if !errors.Is(err, snapshot.ErrWhiteoutName) || !strings.Contains(err.Error(), name) {
 			t.Errorf("entry %s: %v, want ErrWhiteoutName naming it", name, err)
+		}
+	}
+}
+
+// TestExtractionRefusedIsCorrupt: docs/design.md "Hardening": an error of
+// the daemon's applier over a verified layer (a tar entry it will not
+// write) is content corruption (7), not an internal error an orchestrator
+// retries forever; an unavailable daemon, a cancelled call, absent
+// content and a full disk stay what they are.
+func TestExtractionRefusedIsCorrupt(t *testing.T) {
+	ctx := context.Background()
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, tc := range []struct {
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{ctx, errors.New("failed to extract layer sha256:ab: link /var/lib/x/hard: no such file or directory: unknown"), true},
+		{ctx, fmt.Errorf("apply: %w", errdefs.ErrUnknown), true},
+		{ctx, fmt.Errorf("apply: %w", errdefs.ErrInvalidArgument), true},
+		{ctx, fmt.Errorf("dial: %w", errdefs.ErrUnavailable), false},
+		{ctx, fmt.Errorf("blob: %w", errdefs.ErrNotFound), false},
+		{ctx, fmt.Errorf("snapshot: %w", errdefs.ErrAlreadyExists), false},
+		{ctx, errors.New("write /var/lib/x/f: no space left on device: unknown"), false},
+		{ctx, context.DeadlineExceeded, false},
+		{ended, errors.New("anything"), false},
+		{ctx, nil, false},
+	} {
+		if got := extractionRefused(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("extractionRefused(%v) = %t, want %t", tc.err, got, tc.want)
 		}
 	}
 }
