@@ -98,6 +98,7 @@ func TestBoundedReads(t *testing.T) {
 	for _, bad := range []string{"/dev/zero", big} {
 		for _, args := range [][]string{
 			{"manifest", bad},
+			{"lint", bad},
 			{"resume", "--check", "--ref", bad, "--config", cfg, "--trust", pub},
 			{"resume", "--check", "--ref", ref, "--config", bad, "--trust", pub},
 			{"resume", "--check", "--ref", ref, "--config", cfg, "--trust", bad},

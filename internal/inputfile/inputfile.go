@@ -24,6 +24,9 @@ const (
 	MaxJSON = 1 << 20
 	// MaxKey bounds a PEM key file (private or public).
 	MaxKey = 64 << 10
+	// MaxCertBundle bounds a PEM CA bundle (--ledger-cacert,
+	// --registry-cacert); the system bundle is about 200 KiB.
+	MaxCertBundle = 1 << 20
 	// MaxText bounds a line-oriented text input (a reserved-environment
 	// policy file).
 	MaxText = 1 << 20
