@@ -15,3 +15,8 @@ var ErrWhiteoutName = errors.New("whiteout-name: a file of the container is name
 // WhiteoutPrefix is the prefix of whiteout and opaque-marker names in a
 // layer (the OCI image-spec's layer format).
 const WhiteoutPrefix = ".wh."
+
+// MaxSpecSize is the largest spec blob a ref may record, in bytes
+// (docs/design.md "Hardening", "Bounded reads"): the spec is read whole
+// into memory (ReadBlob), so a larger spec.size is refused at parse.
+const MaxSpecSize = 1 << 20
