@@ -182,3 +182,50 @@ func TestOutputErrorIsOne(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerCorruptPageIsOne: a corrupt bbolt page made `runs` panic (exit
+// 2, no JSON); now every corruption is exit 0 or 1 with one JSON object,
+// and a bbolt panic is exit 1 naming the file.
+func TestLedgerCorruptPageIsOne(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	l := bolt.New(good)
+	for _, run := range []string{"a", "b", "c"} {
+		if _, err := l.Suspended(context.Background(), ledger.SuspendRequest{Run: run, Generation: 1,
+			Ref: digest.FromString(run), Container: ledger.Container{Host: "h", Namespace: "n", ID: run}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicked := 0
+	for pg := 2; pg*4096 < len(b); pg++ {
+		bad := append([]byte(nil), b...)
+		for i := range 8 {
+			bad[pg*4096+8+i] = 0xff // the page's flags and count
+		}
+		path := filepath.Join(dir, fmt.Sprintf("p%d.db", pg))
+		if err := os.WriteFile(path, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runReal(t, "runs", "--ledger", path, "--output", "json")
+		switch {
+		case code == 0:
+		case code == 1:
+			je := jsonErrorOf(t, stdout)
+			if !strings.Contains(je.Message, path) {
+				t.Errorf("page %d: error %q does not name %s", pg, je.Message, path)
+			}
+			if strings.Contains(je.Message, "panicked") {
+				panicked++
+			}
+		default:
+			t.Errorf("page %d corrupt: exit %d\n%s%s", pg, code, stdout, stderr)
+		}
+	}
+	if panicked == 0 {
+		t.Fatal("no corrupt page reached a bbolt panic: the test proves nothing")
+	}
+}
