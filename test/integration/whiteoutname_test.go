@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 
+	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -101,5 +103,31 @@ func TestWhiteoutNamesRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSuspendRefusesWhiteoutName: through the CLI, suspending a container
+// that made /.wh.etc is exit 2 (bad-input) naming the path, and writes no
+// ref.
+func TestSuspendRefusesWhiteoutName(t *testing.T) {
+	d := harness.Start(t, "whsusp")
+	bb := harness.ImportBusybox(t, d, "busybox:1")
+	cid := taskContainer(t, d, bb.Name, "whsusp", `echo gone > /.wh.etc; echo READY; exec sleep 3600`, nil)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "devcontainer.json")
+	if err := os.WriteFile(cfg, []byte(pinnedConfig(bb)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := envelope.WriteKeyPair(filepath.Join(dir, "signer"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "ref.json")
+	code, stdout, stderr := srcli(t, d, "", "suspend", "--container", cid, "--config", cfg, "--key", key, "--run", "whsusp-1", "--out", out)
+	if code != 2 || !strings.Contains(string(stdout), "/.wh.etc") || !strings.Contains(string(stdout), "bad-input") {
+		t.Fatalf("suspend of a container that made /.wh.etc: exit %d, want 2 naming it\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a ref was written: %v", err)
 	}
 }
