@@ -197,8 +197,9 @@ func TestCreateExclusive(t *testing.T) {
 	if len(ents) != 1 || ents[0].Name() != "ledger.db" {
 		t.Fatalf("directory holds %v, want only ledger.db", ents)
 	}
-	// A file that appears between the check and the creation is never
-	// replaced: create refuses to link over it.
+	// An existing file is never replaced or rewritten by create (one that
+	// appears between its check and its link is kept too: os.Link fails
+	// with EEXIST rather than replace it).
 	other := filepath.Join(dir, "other.db")
 	if err := os.WriteFile(other, []byte("someone else's"), 0o600); err != nil {
 		t.Fatal(err)
