@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -14,6 +13,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/runspec"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -77,11 +77,11 @@ func (e *InputError) Unwrap() error { return e.Err }
 // reads it (check 5), so that a missing lockfile is a refusal in the
 // verdict. Errors are *InputError naming the file.
 func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, error) {
-	ref, err := os.ReadFile(refPath)
+	ref, err := inputfile.Read(refPath, inputfile.MaxJSON)
 	if err != nil {
 		return Request{}, &InputError{Path: refPath, Err: err}
 	}
-	cfg, err := os.ReadFile(configPath)
+	cfg, err := inputfile.Read(configPath, inputfile.MaxJSON)
 	if err != nil {
 		return Request{}, &InputError{Path: configPath, Err: err}
 	}

@@ -5,12 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
 func TestProcessAlive(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
+		testenv.Missing(t, "/proc (%v): mount procfs", err)
 	}
 	pid := os.Getpid()
 	start, err := resume.ProcessStartTime(pid)

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
@@ -93,7 +93,7 @@ listed in notApplied.`,
 			req.TakeOver, req.TrustRecordedSpec = o.takeOver, o.trustRecordedSpec
 			req.Copy = o.copy
 			if o.spec != "" {
-				if req.Spec, err = os.ReadFile(o.spec); err != nil {
+				if req.Spec, err = inputfile.Read(o.spec, inputfile.MaxJSON); err != nil {
 					return nil, &resume.InputError{Path: o.spec, Err: err}
 				}
 				req.SpecSource = o.spec

@@ -302,6 +302,9 @@ func (w *world) writeKeyPair(prefix string, key ed25519.PrivateKey) {
 		w.t.Fatal(err)
 	}
 	w.write(prefix+".key", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	if err := os.Chmod(filepath.Join(w.dir, prefix+".key"), 0o600); err != nil { // a key group or other may read is refused
+		w.t.Fatal(err)
+	}
 	w.write(prefix+".pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // maxFixRounds bounds the rounds of lint --fix (see Lint).
@@ -128,7 +129,7 @@ func (r *LintResult) OK() bool { return r.Manifest != nil && len(r.ImageRefusals
 // opts.Path set to path. A file that cannot be read is an error wrapping
 // the fs error (the CLI maps a missing one to exit 2).
 func LintFile(ctx context.Context, path string, opts LintOptions) (*LintResult, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxJSON)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -13,6 +12,7 @@ import (
 	"github.com/tailscale/hujson"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // PinEdit is one change pin makes to a devcontainer.json (docs/design.md
@@ -62,7 +62,7 @@ type PinResult struct {
 // PinFile reads the devcontainer.json at path and pins it with opts.Path
 // set to path. A file that cannot be read is an error wrapping the fs error.
 func PinFile(ctx context.Context, path string, opts PinOptions) (*PinResult, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxJSON)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
