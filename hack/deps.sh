@@ -52,33 +52,34 @@ mkdir -p bin
 
 say() { echo "deps: $*"; }
 
-# step DESC CMD...: runs CMD with its output in a log, prints a progress line
-# every 15 s and, at the end, "DESC: done in N s" (or the log's tail and exit
-# 1 when CMD failed).
+# step LABEL WHAT CMD...: prints "LABEL: WHAT", runs CMD with its output in a
+# log, prints "still at LABEL (N s)" every 15 s and, at the end, "LABEL: done
+# in N s" (or the log's tail and exit 1 when CMD failed).
 step() {
-  local desc=$1; shift
+  local label=$1 what=$2; shift 2
   local log start pid rc next
   log=$(mktemp "${TMPDIR:-/tmp}/sandbox-resume-deps.XXXXXX")
   start=$SECONDS next=15
+  say "$label: $what"
   "$@" >"$log" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 1
     if ((SECONDS - start >= next)) && kill -0 "$pid" 2>/dev/null; then
-      say "  still at: $desc ($((SECONDS - start)) s)"
+      say "  still at $label ($((SECONDS - start)) s)"
       next=$((next + 15))
     fi
   done
   rc=0
   wait "$pid" || rc=$?
   if ((rc != 0)); then
-    say "$desc: FAILED after $((SECONDS - start)) s (exit $rc); last lines of its output:" >&2
+    say "$label: FAILED after $((SECONDS - start)) s (exit $rc): $what; last lines of its output:" >&2
     tail -n 40 "$log" >&2
     rm -f "$log"
     exit 1
   fi
   rm -f "$log"
-  say "$desc: done in $((SECONDS - start)) s"
+  say "$label: done in $((SECONDS - start)) s"
 }
 
 apt_install() {
@@ -91,7 +92,7 @@ apt_install() {
     missing_report+=("apt packages (install as root): ${missing[*]}")
     return 0
   fi
-  step "apt-get install ${missing[*]} (from the system's apt sources)" \
+  step "apt" "apt-get update and install ${missing[*]} (the system's apt sources)" \
     env DEBIAN_FRONTEND=noninteractive bash -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"' _ "${missing[@]}"
 }
 
@@ -153,7 +154,7 @@ fi
 
 # --- containerd --------------------------------------------------------------
 build_containerd() {
-  step "containerd $version: go install github.com/containerd/containerd/v2/cmd/{containerd,containerd-shim-runc-v2,ctr}@$version (Go module proxy) into $1" \
+  step "containerd $version" "go install github.com/containerd/containerd/v2/cmd/{containerd,containerd-shim-runc-v2,ctr}@$version (Go module proxy) into $1" \
     env GOBIN="$1" go install \
     "github.com/containerd/containerd/v2/cmd/containerd@$version" \
     "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$version" \
@@ -173,7 +174,7 @@ if [[ ! -f .tools/node_modules/ajv/dist/2020.js || ! -f .tools/node_modules/ajv-
     apt_install nodejs npm
   fi
   if command -v npm >/dev/null 2>&1; then
-    step "ajv: npm install ${ajv_versions[*]} (npm registry) into .tools/" \
+    step "ajv" "npm install ${ajv_versions[*]} (npm registry) into .tools/" \
       npm install --prefix .tools --no-audit --no-fund --silent "${ajv_versions[@]}"
   else
     missing_report+=("npm (node and npm run the schema validator test)")
@@ -190,7 +191,7 @@ fi
 etcd_version=$(awk '$1=="go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {print $2; exit}' hack/tools/etcd/go.mod)
 [[ -n $etcd_version ]] || { say "no go.etcd.io/etcd/server/v3 version in hack/tools/etcd/go.mod" >&2; exit 1; }
 build_etcd() {
-  step "etcd $etcd_version: go build go.etcd.io/etcd/{server,etcdctl}/v3 from hack/tools/etcd (Go module proxy) into $1" \
+  step "etcd $etcd_version" "go build go.etcd.io/etcd/{server,etcdctl}/v3 from hack/tools/etcd (Go module proxy) into $1" \
     bash -c 'cd hack/tools/etcd && go build -trimpath -o "$1/etcd" go.etcd.io/etcd/server/v3 && go build -trimpath -o "$1/etcdctl" go.etcd.io/etcd/etcdctl/v3' _ "$1"
 }
 if ! legacy_ok ".etcd-$etcd_version" etcd etcdctl; then
@@ -208,11 +209,11 @@ build_criu() {
   local dir=$1 src
   apt_install "${criu_build_deps[@]}"
   src=$(mktemp -d "${TMPDIR:-/tmp}/sandbox-resume-criu.XXXXXX")
-  step "criu $criu_version: download $criu_url (Debian's source package)" curl -fsSL -o "$src/criu.tar.xz" "$criu_url"
+  step "criu $criu_version" "download $criu_url (Debian's source package)" curl -fsSL -o "$src/criu.tar.xz" "$criu_url"
   echo "$criu_sha256  $src/criu.tar.xz" | sha256sum -c --quiet - ||
     { say "criu $criu_version: $criu_url does not have the sha256 pinned in the Makefile ($criu_sha256)" >&2; exit 1; }
   tar -C "$src" -xJf "$src/criu.tar.xz"
-  step "criu $criu_version: make -j$(nproc) criu (sha256 ${criu_sha256:0:12}… verified) into $dir" \
+  step "criu $criu_version" "sha256 ${criu_sha256:0:12}… verified; make -j$(nproc) criu, into $dir" \
     make -C "$src/criu-$criu_version" -j"$(nproc)" criu
   install -m 0755 "$src/criu-$criu_version/criu/criu" "$dir/criu"
   rm -rf "$src"
@@ -257,13 +258,13 @@ build_gvisor() {
   local dir=$1 work mgr
   work=$(mktemp -d "${TMPDIR:-/tmp}/sandbox-resume-gvisor.XXXXXX")
   cp hack/tools/gvisor/go.mod hack/tools/gvisor/go.sum "$work/"
-  step "gvisor $gvisor_version: go mod vendor gvisor.dev/gvisor@$gvisor_version (Go module proxy, hashes in hack/tools/gvisor/go.sum)" \
+  step "gvisor $gvisor_version" "go mod vendor gvisor.dev/gvisor@$gvisor_version (Go module proxy; hashes in hack/tools/gvisor/go.sum) into $work" \
     bash -c 'cd "$1" && go mod vendor' _ "$work"
   mgr=$work/vendor/gvisor.dev/gvisor/pkg/shim/v1/manager.go
   grep -q 'if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {' "$mgr" ||
     { say "gvisor $gvisor_version: $mgr no longer has the SetOOMScore line to patch" >&2; exit 1; }
   sed -i 's/if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {/if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil \&\& !os.IsPermission(err) {/' "$mgr"
-  step "gvisor $gvisor_version: CGO_ENABLED=0 go build gvisor.dev/gvisor/{runsc,shim} (-X version.version=$gvisor_version) into $dir" \
+  step "gvisor $gvisor_version" "patch the shim's SetOOMScore (ignore EPERM); CGO_ENABLED=0 go build gvisor.dev/gvisor/{runsc,shim} stamped version.version=$gvisor_version, into $dir" \
     bash -c 'cd "$1" && CGO_ENABLED=0 go build -mod=vendor -trimpath -ldflags "-X gvisor.dev/gvisor/runsc/version.version=$2" -o "$3/" gvisor.dev/gvisor/runsc gvisor.dev/gvisor/shim' \
     _ "$work" "$gvisor_version" "$dir"
   mv "$dir/shim" "$dir/containerd-shim-runsc-v1"
