@@ -101,7 +101,7 @@ apt_install() {
 # bin/FILE to each. Prints one line when the cache already had it.
 cached() {
   local key=$1 build=$2; shift 2
-  local dir=$cache/$key f ok=1
+  local dir=$cache/$key f ok=1 how=cached
   for f in "$@"; do [[ -x $dir/$f ]] || ok=0; done
   if ((!ok)); then
     if ((!is_root)); then
@@ -116,9 +116,12 @@ cached() {
     for f in "$@"; do [[ -x $dir/$f ]] || ok=0; done
     if ((!ok)); then
       local tmp
+      # What a killed build left (only the lock holder builds this key).
+      rm -rf "$cache/.tmp-$key".*
       tmp=$(mktemp -d "$cache/.tmp-$key.XXXXXX")
       chmod 0755 "$tmp"
       "$build" "$tmp"
+      how="built now"
       for f in "$@"; do
         [[ -x $tmp/$f ]] || { say "$key: the build made no $f" >&2; exit 1; }
       done
@@ -135,7 +138,9 @@ cached() {
     fi
   fi
   for f in "$@"; do ln -sfn "$dir/$f" "bin/$f"; done
-  say "$key: linked bin/{$(IFS=,; echo "$*")} to $dir (cached)"
+  local names=$1
+  (($# > 1)) && names="{$(IFS=,; echo "$*")}"
+  say "$key: linked bin/$names to $dir ($how)"
 }
 
 # legacy_ok STAMP FILE...: a clone whose bin/ was filled before the cache
