@@ -77,7 +77,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml; the pinned GOLANGCI_LINT_V
 	bin/golangci-lint run --build-tags faultpoint ./internal/faultpoint/...
 	bin/golangci-lint run --build-tags libzstd ./runtime/containerd/...
 
-clean: ## remove build output (keeps the cached containerd binaries)
+clean: ## remove build output (keeps the tools in bin/ and their cache)
 	rm -f bin/sandbox-resume
 
 demo: ## the life of a run, as root: suspend, resume, work, suspend, resume, inspect, runs, a superseded refusal (examples/demo.sh)
