@@ -49,6 +49,9 @@ is_root=0
 [[ $(id -u) == 0 ]] && is_root=1
 missing_report=()
 mkdir -p bin
+# Temporary directories, removed however the script ends.
+tmpdirs=()
+trap 'rm -rf "${tmpdirs[@]}"' EXIT
 
 say() { echo "deps: $*"; }
 
@@ -59,6 +62,7 @@ step() {
   local label=$1 what=$2; shift 2
   local log start pid rc next
   log=$(mktemp "${TMPDIR:-/tmp}/sandbox-resume-deps.XXXXXX")
+  tmpdirs+=("$log")
   start=$SECONDS next=15
   say "$label: $what"
   "$@" >"$log" 2>&1 &
@@ -119,6 +123,7 @@ cached() {
       # What a killed build left (only the lock holder builds this key).
       rm -rf "$cache/.tmp-$key".*
       tmp=$(mktemp -d "$cache/.tmp-$key.XXXXXX")
+      tmpdirs+=("$tmp")
       chmod 0755 "$tmp"
       "$build" "$tmp"
       how="built now"
@@ -214,6 +219,7 @@ build_criu() {
   local dir=$1 src
   apt_install "${criu_build_deps[@]}"
   src=$(mktemp -d "${TMPDIR:-/tmp}/sandbox-resume-criu.XXXXXX")
+  tmpdirs+=("$src")
   step "criu $criu_version" "download $criu_url (Debian's source package)" curl -fsSL -o "$src/criu.tar.xz" "$criu_url"
   echo "$criu_sha256  $src/criu.tar.xz" | sha256sum -c --quiet - ||
     { say "criu $criu_version: $criu_url does not have the sha256 pinned in the Makefile ($criu_sha256)" >&2; exit 1; }
@@ -262,6 +268,7 @@ gvisor_version=$(awk '$1=="gvisor.dev/gvisor" && $2 ~ /^v/ {print $2; exit}' hac
 build_gvisor() {
   local dir=$1 work mgr
   work=$(mktemp -d "${TMPDIR:-/tmp}/sandbox-resume-gvisor.XXXXXX")
+  tmpdirs+=("$work")
   cp hack/tools/gvisor/go.mod hack/tools/gvisor/go.sum "$work/"
   step "gvisor $gvisor_version" "go mod vendor gvisor.dev/gvisor@$gvisor_version (Go module proxy; hashes in hack/tools/gvisor/go.sum) into $work" \
     bash -c 'cd "$1" && go mod vendor' _ "$work"
