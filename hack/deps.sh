@@ -49,40 +49,37 @@ is_root=0
 [[ $(id -u) == 0 ]] && is_root=1
 missing_report=()
 mkdir -p bin
-# Temporary directories, removed however the script ends.
-tmpdirs=()
-trap 'rm -rf "${tmpdirs[@]}"' EXIT
+# Temporary files and directories, and step's progress tickers: removed
+# and stopped however the script ends.
+tmpdirs=() tickers=()
+trap 'kill "${tickers[@]}" 2>/dev/null; rm -rf "${tmpdirs[@]}"' EXIT
 
 say() { echo "deps: $*"; }
 
-# step LABEL WHAT CMD...: prints "LABEL: WHAT", runs CMD with its output in a
-# log, prints "still at LABEL (N s)" every 15 s and, at the end, "LABEL: done
-# in N s" (or the log's tail and exit 1 when CMD failed).
+# step LABEL WHAT CMD...: prints "LABEL: WHAT", runs CMD in the foreground
+# (Ctrl-C stops it) with its output in a log while a ticker prints "still at
+# LABEL (N s)" every 15 s, and prints "LABEL: done in N s" at the end (or
+# the log's tail, and exits 1, when CMD failed).
 step() {
   local label=$1 what=$2; shift 2
-  local log start pid rc next
+  local log start rc=0 ticker
   log=$(mktemp "${TMPDIR:-/tmp}/sandbox-resume-deps.XXXXXX")
   tmpdirs+=("$log")
-  start=$SECONDS next=15
+  start=$SECONDS
   say "$label: $what"
-  "$@" >"$log" 2>&1 &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 1
-    if ((SECONDS - start >= next)) && kill -0 "$pid" 2>/dev/null; then
-      say "  still at $label ($((SECONDS - start)) s)"
-      next=$((next + 15))
-    fi
-  done
-  rc=0
-  wait "$pid" || rc=$?
+  # The ticker's sleep holds no copy of stdout: a pipe reader (demo.sh's
+  # tee) sees the end as soon as this script ends.
+  (n=0; while sleep 15 </dev/null >/dev/null 2>&1; do n=$((n + 15)); say "  still at $label ($n s)"; done) &
+  ticker=$!
+  tickers+=("$ticker")
+  "$@" >"$log" 2>&1 || rc=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
   if ((rc != 0)); then
     say "$label: FAILED after $((SECONDS - start)) s (exit $rc): $what; last lines of its output:" >&2
     tail -n 40 "$log" >&2
-    rm -f "$log"
     exit 1
   fi
-  rm -f "$log"
   say "$label: done in $((SECONDS - start)) s"
 }
 
@@ -115,7 +112,10 @@ cached() {
     mkdir -p "$cache"
     chmod 0755 "$cache"
     exec {lockfd}>"$cache/.lock-$key"
-    flock "$lockfd"
+    if ! flock -n "$lockfd"; then
+      say "$key: waiting for another make deps that is building it (lock $cache/.lock-$key)"
+      flock "$lockfd"
+    fi
     ok=1
     for f in "$@"; do [[ -x $dir/$f ]] || ok=0; done
     if ((!ok)); then
