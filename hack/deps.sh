@@ -52,7 +52,14 @@ mkdir -p bin
 # Temporary files and directories, and step's progress tickers: removed
 # and stopped however the script ends.
 tmpdirs=() tickers=()
-trap 'kill "${tickers[@]}" 2>/dev/null; rm -rf "${tmpdirs[@]}"' EXIT
+cleanup() {
+  local rc=$?
+  set +e
+  ((${#tickers[@]})) && kill "${tickers[@]}" 2>/dev/null
+  ((${#tmpdirs[@]})) && rm -rf "${tmpdirs[@]}"
+  exit "$rc"
+}
+trap cleanup EXIT
 
 say() { echo "deps: $*"; }
 
