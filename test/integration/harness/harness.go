@@ -542,9 +542,9 @@ func RepoRoot() (string, error) {
 // Binaries returns <repo>/bin after checking that containerd,
 // containerd-shim-runc-v2 and ctr there report ContainerdVersion and that
 // runc is installed. Missing or stale binaries are installed once with
-// hack/deps.sh (built into the machine-wide tool cache, linked from bin/;
-// under a lock). It skips (fails under
-// CI=true) when they still cannot be had.
+// hack/deps.sh (built into the machine-wide tool cache and linked from
+// bin/, under a lock). It skips (fails under CI=true) when they still
+// cannot be had.
 func Binaries(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() { binDir, binErr = ensureBinaries() })
