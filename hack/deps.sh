@@ -295,4 +295,5 @@ if ((${#missing_report[@]})); then
   for m in "${missing_report[@]}"; do say "missing: $m"; done
   ((is_root)) && exit 1
 fi
+say "all steps done in $SECONDS s (tools in $cache, linked from bin/)"
 exit 0
