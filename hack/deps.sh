@@ -33,7 +33,7 @@ set -euo pipefail
 version=$1; shift
 cd "$(dirname "$0")/.."
 root=$(pwd)
-cache=${SANDBOX_RESUME_CACHE:-/var/cache/sandbox-resume}
+cache=$(realpath -m "${SANDBOX_RESUME_CACHE:-/var/cache/sandbox-resume}") # bin/'s links are absolute
 makevar() { awk -v k="$1" '$1==k && $2==":=" {print $3; exit}' Makefile; }
 criu_version=${CRIU_VERSION:-$(makevar CRIU_VERSION)}
 criu_sha256=${CRIU_SHA256:-$(makevar CRIU_SHA256)}
