@@ -25,7 +25,7 @@ export SANDBOX_RESUME_CACHE
 # build dependencies.
 CRIU_VERSION := 4.1.1
 CRIU_SHA256 := f80a66cb3726bb2116266d4759ce3bcbfab7abdb6b6d430bf20dd41911717afe
-CRIU_URL := http://deb.debian.org/debian/pool/main/c/criu/criu_$(CRIU_VERSION).orig.tar.xz
+CRIU_URL := https://deb.debian.org/debian/pool/main/c/criu/criu_$(CRIU_VERSION).orig.tar.xz
 # gVisor (issue 32): runsc and containerd-shim-runsc-v1 from the tools module
 # hack/tools/gvisor (its go.mod pins gvisor.dev/gvisor, go.sum the hashes),
 # CGO_ENABLED=0, stamped -X gvisor.dev/gvisor/runsc/version.version=<that
