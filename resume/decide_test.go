@@ -144,7 +144,7 @@ func TestDecideRefFile(t *testing.T) {
 		}, 2, resume.ClassBadInput, resume.CheckRefSchema, "/ref/pinned"},
 		{"signed ref of a newer schema", func() []byte {
 			inner := innerOf(t, fx)
-			inner["schema"] = "sandbox.snapshot-ref/3"
+			inner["schema"] = "sandbox.snapshot-ref/4"
 			return signInner(t, inner, fx.key)
 		}, 2, resume.ClassBadInput, resume.CheckRefSchema, "newer"},
 		{"manifest is not the address of core", func() []byte {

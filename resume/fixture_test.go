@@ -31,6 +31,7 @@ func testKey(name string) ed25519.PrivateKey {
 const (
 	testImage    = "docker.io/library/busybox:1"
 	testRun      = "demo-1"
+	testRunUID   = "ruid:0123456789abcdef0123456789abcdef" // the fixture ref's run UID
 	testHostID   = "11111111-2222-3333-4444-555555555555"
 	testPlatform = "linux/amd64"
 	baseConfig   = `{
@@ -126,6 +127,7 @@ func newFixture(t testing.TB, config string) *fixture {
 	fx.ref = snapshot.Ref{
 		Schema:     snapshot.RefSchema,
 		Run:        testRun,
+		RunUID:     testRunUID,
 		Generation: 1,
 		Manifest:   m.Address,
 		Core:       m.Core,
@@ -149,7 +151,7 @@ func newFixture(t testing.TB, config string) *fixture {
 
 // v1 turns fx.ref into a `/1` ref: one layer, no spec, no runtime.
 func (fx *fixture) v1() {
-	fx.ref.Schema, fx.ref.Spec, fx.ref.Runtime = snapshot.RefSchemaV1, nil, nil
+	fx.ref.Schema, fx.ref.Spec, fx.ref.Runtime, fx.ref.RunUID = snapshot.RefSchemaV1, nil, nil, ""
 }
 
 // setSpec stores spec as the recorded spec blob and records it in fx.ref.

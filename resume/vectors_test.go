@@ -14,16 +14,23 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// refVectorsDir holds the hand-written SnapshotRef vectors and their
-// expectations table (snapshot/testdata/ref2/README.md).
-const refVectorsDir = "../snapshot/testdata/ref2"
+// refVectorsDirs hold the hand-written SnapshotRef vectors and their
+// expectations tables (snapshot/testdata/ref2/README.md for /1 and /2,
+// snapshot/testdata/ref3/README.md for /3).
+var refVectorsDirs = []string{"../snapshot/testdata/ref2", "../snapshot/testdata/ref3"}
 
-// TestRefVectorsDecide runs every vector of the table through the resume
+// TestRefVectorsDecide runs every vector of the tables through the resume
 // decision, signed with a trusted key: a refused one fails check
 // ref-schema with the table's class and exit code (and every later check
 // is skipped); an accepted one passes checks 1–3 (the later checks judge
 // facts the vectors do not have).
 func TestRefVectorsDecide(t *testing.T) {
+	for _, dir := range refVectorsDirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) { testRefVectorsDecide(t, dir) })
+	}
+}
+
+func testRefVectorsDecide(t *testing.T, refVectorsDir string) {
 	var table struct {
 		Vectors []struct {
 			File     string `json:"file"`
@@ -80,7 +87,7 @@ func TestRefVectorsDecide(t *testing.T) {
 // as the one layer) is still decided and materialized as generation 1.
 func TestResumeV1Ref(t *testing.T) {
 	fx, m := materializable(t, baseConfig)
-	fx.ref.Schema, fx.ref.Spec, fx.ref.Runtime = snapshot.RefSchemaV1, nil, nil
+	fx.ref.Schema, fx.ref.Spec, fx.ref.Runtime, fx.ref.RunUID = snapshot.RefSchemaV1, nil, nil, ""
 	if !bytes.Contains(fx.signed(), []byte(`"rootfsDiff"`)) {
 		t.Fatalf("the fixture did not write a /1 ref:\n%s", fx.signed())
 	}

@@ -219,14 +219,16 @@ func signedManifestSchema() map[string]any {
 func snapshotRefSchema() map[string]any {
 	r := coreReflector()
 	r.fields["signedRef.signatures"] = signatures()
-	// One Go type, snapshot.Ref, holds both schemas; each is reflected
-	// from it under its own name, with the members of the other removed.
+	// One Go type, snapshot.Ref, holds the three schemas; each is
+	// reflected from it under its own name, with the members of the others
+	// removed.
 	r.types[reflect.TypeFor[snapshot.Ref]()] = func() map[string]any { return map[string]any{"$ref": "#/$defs/Ref"} }
 	r.defs["Ref"] = map[string]any{
-		"description": "the SnapshotRef: " + snapshot.RefSchemaV2 + ", written by every suspend, or " + snapshot.RefSchemaV1 + ", still read; a new member means a new schema string",
-		"oneOf":       []any{map[string]any{"$ref": "#/$defs/RefV2"}, map[string]any{"$ref": "#/$defs/RefV1"}},
+		"description": "the SnapshotRef: " + snapshot.RefSchemaV3 + ", written by every suspend, or " + snapshot.RefSchemaV2 + " or " + snapshot.RefSchemaV1 + ", still read; a new member means a new schema string",
+		"oneOf":       []any{map[string]any{"$ref": "#/$defs/RefV3"}, map[string]any{"$ref": "#/$defs/RefV2"}, map[string]any{"$ref": "#/$defs/RefV1"}},
 	}
-	for _, name := range []string{"RefV1", "RefV2"} {
+	v3Only := []string{"runUID", "ancestors", "memory", "repinnedFrom", "forkedFrom"}
+	for _, name := range []string{"RefV1", "RefV2", "RefV3"} {
 		r.fields[name+".run"] = set(map[string]any{"pattern": "^[a-z0-9]+(?:[._-][a-z0-9]+)*$", "maxLength": snapshot.MaxRunIDLen})
 		r.fields[name+".manifest"] = set(map[string]any{"pattern": "^" + envmanifest.AddressPrefix + "[0-9a-f]{64}$", "description": "the address of core: blake3: + 64 lowercase hex"})
 		r.fields[name+".pinned"] = set(map[string]any{"description": "IsPinned(core)"})
@@ -240,16 +242,35 @@ func snapshotRefSchema() map[string]any {
 	}
 	r.descrip["RefV1"] = "a " + snapshot.RefSchemaV1 + " ref: generation 1, its one layer as rootfsDiff, no spec"
 	r.fields["RefV1.schema"] = set(map[string]any{"const": snapshot.RefSchemaV1})
-	for _, m := range []string{"generation", "parent", "layers", "spec", "runtime", "fence"} {
+	for _, m := range append([]string{"generation", "parent", "layers", "spec", "runtime", "fence"}, v3Only...) {
 		r.fields["RefV1."+m] = fieldOverlay{absent: true}
 	}
 	r.descrip["RefV2"] = "a " + snapshot.RefSchemaV2 + " ref: one generation of a run; parent and fence present exactly when generation ≥ 2"
 	r.fields["RefV2.schema"] = set(map[string]any{"const": snapshot.RefSchemaV2})
-	r.fields["RefV2.generation"] = set(map[string]any{"minimum": 1, "maximum": maxSafeInteger})
-	r.fields["RefV2.parent"] = replace(map[string]any{"type": "string", "pattern": sha256Pattern, "description": "sha256 of the parent generation's ref file bytes"})
-	r.fields["RefV2.layers"] = set(map[string]any{"minItems": 1, "maxItems": snapshot.MaxLayers, "description": "the rootfs diffs applied over base, oldest first"})
-	r.fields["RefV2.spec"] = fieldOverlay{apply: func(map[string]any) map[string]any { return map[string]any{"$ref": "#/$defs/Spec"} }}
-	r.fields["RefV2.fence"] = set(map[string]any{"minimum": 1, "maximum": maxSafeInteger, "description": "the fencing token of the container that was suspended"})
+	for _, m := range v3Only {
+		r.fields["RefV2."+m] = fieldOverlay{absent: true}
+	}
+	r.descrip["RefV3"] = "a " + snapshot.RefSchemaV3 + " ref: " + snapshot.RefSchemaV2 + "'s members plus runUID, ancestors (present exactly when generation ≥ 2, the parent last, at most generation − 1: checked by the decoder), memory, repinnedFrom and forkedFrom"
+	r.fields["RefV3.schema"] = set(map[string]any{"const": snapshot.RefSchemaV3})
+	runUID := map[string]any{"type": "string", "pattern": "^" + snapshot.RunUIDPrefix + "[0-9a-f]{32}$", "description": "the run's UID: ruid: and 128 random bits in lowercase hex"}
+	r.fields["RefV3.runUID"] = fieldOverlay{apply: func(map[string]any) map[string]any { return runUID }, required: true}
+	r.fields["RefV3.ancestors"] = replace(map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": sha256Pattern},
+		"minItems": 1, "maxItems": snapshot.MaxAncestors, "uniqueItems": true,
+		"description": "the digests of the run's earlier ref files, oldest first, the parent last; the latest 4096 past the cap"})
+	r.fields["RefV3.repinnedFrom"] = set(map[string]any{"pattern": "^" + envmanifest.AddressPrefix + "[0-9a-f]{64}$", "description": "the manifest address a repin replaced (not this ref's own: checked by the decoder)"})
+	for _, name := range []string{"RefV2", "RefV3"} {
+		r.fields[name+".generation"] = set(map[string]any{"minimum": 1, "maximum": maxSafeInteger})
+		r.fields[name+".parent"] = replace(map[string]any{"type": "string", "pattern": sha256Pattern, "description": "sha256 of the parent generation's ref file bytes"})
+		r.fields[name+".layers"] = set(map[string]any{"minItems": 1, "maxItems": snapshot.MaxLayers, "description": "the rootfs diffs applied over base, oldest first"})
+		r.fields[name+".spec"] = fieldOverlay{apply: func(map[string]any) map[string]any { return map[string]any{"$ref": "#/$defs/Spec"} }}
+		r.fields[name+".fence"] = set(map[string]any{"minimum": 1, "maximum": maxSafeInteger, "description": "the fencing token of the container that was suspended"})
+	}
+	memoryByFormat := memorySchema(r)
+	r.descrip["ForkedFrom"] = "the generation a fork started this run from"
+	r.fields["ForkedFrom.run"] = set(map[string]any{"pattern": "^[a-z0-9]+(?:[._-][a-z0-9]+)*$", "maxLength": snapshot.MaxRunIDLen})
+	r.fields["ForkedFrom.runUID"] = replace(runUID)
+	r.fields["ForkedFrom.generation"] = set(map[string]any{"minimum": 1, "maximum": maxSafeInteger})
+	r.fields["ForkedFrom.ref"] = replace(map[string]any{"type": "string", "pattern": sha256Pattern, "description": "sha256 of the source generation's ref file bytes"})
 	r.descrip["Host"] = "the containerd daemon the run was suspended on"
 	r.fields["Host.idSource"] = set(map[string]any{"enum": []any{snapshot.IDSourceIntrospection, snapshot.IDSourceOverride}})
 	r.fields["Host.id"] = set(map[string]any{"minLength": 1})
@@ -283,16 +304,46 @@ func snapshotRefSchema() map[string]any {
 	v1["properties"].(map[string]any)["rootfsDiff"] = map[string]any{"$ref": "#/$defs/Layer"}
 	v1["required"] = sortedStrings(append(v1["required"].([]string), "rootfsDiff"))
 	r.defs["RefV1"] = v1
+	// laterOnly: the members present exactly when generation ≥ 2 (later),
+	// and those present only at generation 1 (first).
+	laterOnly := func(later, first []string) []any {
+		has := func(m string) any {
+			return map[string]any{"type": "object", "properties": map[string]any{m: map[string]any{}}, "required": []any{m}}
+		}
+		var laterHas, notAtFirst, notLater []any
+		for _, m := range later {
+			laterHas = append(laterHas, m)
+			notAtFirst = append(notAtFirst, has(m))
+		}
+		for _, m := range first {
+			notLater = append(notLater, has(m))
+		}
+		then := map[string]any{"type": "object", "properties": map[string]any{}, "required": laterHas}
+		for _, m := range later {
+			then["properties"].(map[string]any)[m] = map[string]any{}
+		}
+		if len(notLater) > 0 {
+			then["not"] = map[string]any{"anyOf": notLater}
+		}
+		return []any{map[string]any{
+			"if":   map[string]any{"type": "object", "properties": map[string]any{"generation": map[string]any{"type": "integer", "minimum": 2}}, "required": []any{"generation"}},
+			"then": then,
+			"else": map[string]any{"type": "object", "not": map[string]any{"anyOf": notAtFirst}},
+		}}
+	}
 	v2 := r.structSchema(refType, "RefV2")
-	v2["allOf"] = []any{map[string]any{
-		"if":   map[string]any{"type": "object", "properties": map[string]any{"generation": map[string]any{"type": "integer", "minimum": 2}}, "required": []any{"generation"}},
-		"then": map[string]any{"type": "object", "properties": map[string]any{"fence": map[string]any{}, "parent": map[string]any{}}, "required": []any{"fence", "parent"}},
-		"else": map[string]any{"type": "object", "not": map[string]any{"anyOf": []any{
-			map[string]any{"type": "object", "properties": map[string]any{"parent": map[string]any{}}, "required": []any{"parent"}},
-			map[string]any{"type": "object", "properties": map[string]any{"fence": map[string]any{}}, "required": []any{"fence"}},
-		}}},
-	}}
+	v2["allOf"] = laterOnly([]string{"parent", "fence"}, nil)
 	r.defs["RefV2"] = v2
+	v3 := r.structSchema(refType, "RefV3")
+	// repinnedFrom: only at generation ≥ 2 (a member that is not required
+	// there), on a pinned ref; forkedFrom only at generation 1.
+	v3["allOf"] = append(laterOnly([]string{"parent", "fence", "ancestors"}, []string{"forkedFrom"}),
+		map[string]any{
+			"if":   map[string]any{"type": "object", "properties": map[string]any{"repinnedFrom": map[string]any{}}, "required": []any{"repinnedFrom"}},
+			"then": map[string]any{"type": "object", "properties": map[string]any{"pinned": map[string]any{"const": true}, "generation": map[string]any{"type": "integer", "minimum": 2}}},
+		})
+	r.defs["RefV3"] = v3
+	r.defs["Memory"].(map[string]any)["allOf"] = memoryByFormat
 	r.defs["Spec"] = map[string]any{
 		"description": "the recorded runtime spec blob: the exact bytes of the container's OCI runtime spec",
 		"type":        "object",
@@ -303,6 +354,51 @@ func snapshotRefSchema() map[string]any {
 	return root(FileSnapshotRef, "sandbox-resume SnapshotRef file",
 		"A SnapshotRef file (docs/design.md \"SnapshotRef\", \"Signed documents\"): the ref under \"ref\" and its signatures over the ref's JCS bytes as parsed. The inner document alone is #/$defs/Ref. That manifest is the address of core and pinned is IsPinned(core) is checked by resume (check 4), not here.",
 		body, r.defs)
+}
+
+// memorySchema sets the overlays of a ref's memory member (docs/design.md
+// "Memory"): each format's tool, blob media types and platform rule.
+// It returns the rules by format, for the Memory definition's allOf.
+func memorySchema(r *reflector) []any {
+	var formats []any
+	var byFormat []any
+	for _, f := range []string{snapshot.MemoryFormatCRIU, snapshot.MemoryFormatRunsc} {
+		mf, _ := snapshot.LookupMemoryFormat(f)
+		formats = append(formats, f)
+		var types []any
+		for _, mt := range mf.MediaTypes {
+			types = append(types, mt)
+		}
+		runtime := map[string]any{"type": "object", "properties": map[string]any{"tool": map[string]any{"const": mf.Tool}}}
+		if mf.Platform {
+			runtime["properties"].(map[string]any)["platform"] = map[string]any{}
+			runtime["required"] = []any{"platform"}
+		} else {
+			runtime["not"] = map[string]any{"type": "object", "properties": map[string]any{"platform": map[string]any{}}, "required": []any{"platform"}}
+		}
+		byFormat = append(byFormat, map[string]any{
+			"if": map[string]any{"type": "object", "properties": map[string]any{"format": map[string]any{"const": f}}, "required": []any{"format"}},
+			"then": map[string]any{"type": "object", "properties": map[string]any{
+				"runtime": runtime,
+				"blobs":   map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{"mediaType": map[string]any{"enum": types}}}},
+			}},
+		})
+	}
+	r.descrip["Memory"] = "a generation's process memory image: its format, blobs, the checkpoint tool and the host it was taken on"
+	r.fields["Memory.format"] = set(map[string]any{"enum": formats})
+	r.fields["Memory.blobs"] = set(map[string]any{"minItems": 1, "maxItems": snapshot.MaxMemoryBlobs, "description": "the image's blobs, each with a media type of its format"})
+	r.descrip["MemoryRuntime"] = "the checkpoint tool: the format's tool, its version, the digest of its binary, and runsc's platform"
+	nonEmpty := set(map[string]any{"minLength": 1})
+	r.fields["MemoryRuntime.version"] = nonEmpty
+	r.fields["MemoryRuntime.platform"] = nonEmpty
+	r.descrip["MemoryHost"] = "the kernel release and the CPU the image was taken on"
+	r.fields["MemoryHost.kernel"] = nonEmpty
+	r.descrip["CPU"] = "the processor as /proc/cpuinfo names it; flags sorted without duplicates"
+	r.fields["CPU.vendor"] = nonEmpty
+	r.fields["CPU.family"] = set(map[string]any{"minimum": 0, "maximum": maxSafeInteger})
+	r.fields["CPU.model"] = set(map[string]any{"minimum": 0, "maximum": maxSafeInteger})
+	r.fields["CPU.flags"] = set(map[string]any{"items": map[string]any{"type": "string", "pattern": "^[a-z0-9_]+$"}, "uniqueItems": true})
+	return byFormat
 }
 
 // sortedStrings sorts ss in place and returns it.

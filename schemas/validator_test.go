@@ -793,10 +793,12 @@ func ourDocuments(t *testing.T) []ajvDoc {
 	fixtures, _ := filepath.Glob(filepath.Join("..", "snapshot", "testdata", "*.jcs"))
 	for _, v := range refVectors(t) {
 		if v.Accepted {
-			fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", "ref2", v.File))
+			fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", v.Dir, v.File))
 		}
 	}
-	fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", "ref2", "g1.core.jcs"), filepath.Join("..", "snapshot", "testdata", "ref2", "g2.core.jcs"))
+	for _, dir := range refVectorDirs {
+		fixtures = append(fixtures, filepath.Join("..", "snapshot", "testdata", dir, "g1.core.jcs"), filepath.Join("..", "snapshot", "testdata", dir, "g2.core.jcs"))
+	}
 	refs := 0
 	for _, f := range fixtures {
 		data, err := os.ReadFile(f)
@@ -893,18 +895,19 @@ func brokenDocuments(t *testing.T) []brokenCase {
 		return b
 	}
 	verdict := verdictFixtures(t)["accepted"]
-	// The refused SnapshotRef vectors (snapshot/testdata/ref2) are refused
-	// by the schema too.
+	// The refused SnapshotRef vectors (snapshot/testdata/ref2, ref3) are
+	// refused by the schema too, but for the rules across members JSON
+	// Schema cannot state (marked schemaCannotTell, with why).
 	var refused []brokenCase
 	for _, v := range refVectors(t) {
-		if v.Accepted {
+		if v.Accepted || v.SchemaCannotTell != "" {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", "ref2", v.File))
+		data, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", v.Dir, v.File))
 		if err != nil {
 			t.Fatal(err)
 		}
-		refused = append(refused, brokenCase{"ref2-" + v.File, FileSnapshotRef + "#/$defs/Ref", "", data})
+		refused = append(refused, brokenCase{v.Dir + "-" + v.File, FileSnapshotRef + "#/$defs/Ref", "", data})
 	}
 	return append(refused, []brokenCase{
 		{"ref-unknown-member", FileSnapshotRef + "#/$defs/Ref", "/extra", edit(ref, func(m map[string]any) { m["extra"] = 1 })},
@@ -922,31 +925,41 @@ func brokenDocuments(t *testing.T) []brokenCase {
 	}...)
 }
 
-// refVector is an entry of snapshot/testdata/ref2/vectors.json, as far as
-// these tests read it.
+// refVector is an entry of snapshot/testdata/ref2/vectors.json or
+// ref3/vectors.json (Dir), as far as these tests read it.
 type refVector struct {
-	File     string `json:"file"`
-	Accepted bool   `json:"accepted"`
+	Dir              string `json:"-"`
+	File             string `json:"file"`
+	Accepted         bool   `json:"accepted"`
+	SchemaCannotTell string `json:"schemaCannotTell"`
 }
 
-// refVectors reads the SnapshotRef vectors' expectations table; files
-// outside ref2/ (the /1 golden refs) are left out, the glob has them.
+// refVectorDirs are the SnapshotRef vector directories under
+// snapshot/testdata.
+var refVectorDirs = []string{"ref2", "ref3"}
+
+// refVectors reads the SnapshotRef vectors' expectations tables; files
+// outside their directory (the /1 golden refs) are left out, the glob has
+// them.
 func refVectors(t *testing.T) []refVector {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", "ref2", "vectors.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table struct {
-		Vectors []refVector `json:"vectors"`
-	}
-	if err := json.Unmarshal(b, &table); err != nil {
-		t.Fatal(err)
-	}
 	var out []refVector
-	for _, v := range table.Vectors {
-		if !strings.HasPrefix(v.File, "../") {
-			out = append(out, v)
+	for _, dir := range refVectorDirs {
+		b, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", dir, "vectors.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table struct {
+			Vectors []refVector `json:"vectors"`
+		}
+		if err := json.Unmarshal(b, &table); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range table.Vectors {
+			if !strings.HasPrefix(v.File, "../") {
+				v.Dir = dir
+				out = append(out, v)
+			}
 		}
 	}
 	return out
@@ -1055,7 +1068,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
 		spec := []byte(`{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/a","options":["rbind"]}]}`)
-		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
+		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
 			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
 				DiffID: digest.FromString("uncompressed"), UncompressedSize: 4096}},

@@ -9,9 +9,12 @@
 // generation 2 on), the manifest address and core of the environment it
 // was suspended in, whether that manifest was pinned, the host, the base
 // image the reference resolved to, the rootfs diff layers, the recorded
-// runtime spec blob and the runtime. Suspend writes
-// sandbox.snapshot-ref/2; sandbox.snapshot-ref/1 refs are still read, as
-// generation 1 with one layer and no spec. SignRef writes a ref file (envelope.Sign over the ref's RFC 8785
+// runtime spec blob and the runtime; and, in sandbox.snapshot-ref/3, the
+// run's UID (NewRunUID), the digests of its earlier refs (NextAncestors)
+// and, when a generation has them, its memory image and what it was
+// repinned or forked from. Suspend writes sandbox.snapshot-ref/3;
+// sandbox.snapshot-ref/2 refs are still read, and sandbox.snapshot-ref/1
+// refs as generation 1 with one layer and no spec. SignRef writes a ref file (envelope.Sign over the ref's RFC 8785
 // JCS bytes); OpenRef is the one way to read one back: parse, signature,
 // schema and integrity, in that order, before any field is used.
 // OpenRefUnsafe skips the signature, for code that only forwards a ref to

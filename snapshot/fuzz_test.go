@@ -11,13 +11,16 @@ import (
 // FuzzDecodeRef feeds inner ref documents to the schema decoder (check 3),
 // seeded with every SnapshotRef vector: it never panics, and a ref it
 // accepts re-encodes (Canonical) to exactly the JCS bytes it was decoded
-// from, so decode → encode → decode is stable for /1 and /2 alike; and
+// from, so decode → encode → decode is stable for /1, /2 and /3 alike; and
 // OpenRef's path, given the core's bytes out of the JCS of the whole ref,
 // decides the same and decodes the same ref.
 func FuzzDecodeRef(f *testing.F) {
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.ref.jcs"))
-	more, _ := filepath.Glob(filepath.Join("testdata", "ref2", "*.ref.jcs"))
-	for _, p := range append(seeds, more...) {
+	for _, dir := range refVectorDirs {
+		more, _ := filepath.Glob(filepath.Join("testdata", dir, "*.ref.jcs"))
+		seeds = append(seeds, more...)
+	}
+	for _, p := range seeds {
 		f.Add(readTestdata(f, p[len("testdata/"):]))
 	}
 	f.Fuzz(func(t *testing.T, inner []byte) {
@@ -51,6 +54,13 @@ func FuzzDecodeRef(f *testing.F) {
 		}
 		if !bytes.Equal(got, doc.Canonical) {
 			t.Fatalf("re-encoded differently:\n got %s\nwant %s", got, doc.Canonical)
+		}
+		// An accepted /3 ref keeps check 3's rules across its members.
+		if r.IsV3() {
+			if rs := lineageRefusals(r, ""); len(rs) > 0 || !ValidRunUID(r.RunUID) ||
+				(len(r.Ancestors) > 0 && r.Ancestors[len(r.Ancestors)-1] != r.Parent) {
+				t.Fatalf("accepted a /3 ref that breaks its rules (%v): run UID %q, ancestors %v, parent %s", rs, r.RunUID, r.Ancestors, r.Parent)
+			}
 		}
 	})
 }

@@ -23,8 +23,8 @@ var update = flag.Bool("update", false, "rewrite testdata/*.ref.json from the ha
 // canonical bytes, written by hand) and NAME.ref.json (the signed file,
 // signed with testdata/ref-test.key; regenerated with -update). "pinned"
 // and "minimal" are sandbox.snapshot-ref/1; the ref2/ ones are /2
-// (testdata/ref2/README.md).
-var goldenVectors = []string{"pinned", "minimal", "ref2/g1", "ref2/g2"}
+// (testdata/ref2/README.md), the ref3/ ones /3 (testdata/ref3/README.md).
+var goldenVectors = []string{"pinned", "minimal", "ref2/g1", "ref2/g2", "ref3/g1", "ref3/g2"}
 
 func testKey(t testing.TB) *envelope.KeyRing {
 	t.Helper()

@@ -248,7 +248,7 @@ func validPlatform(s string) bool {
 // decodeRef decodes the inner "ref" object of a parsed SnapshotRef file
 // (docs/design.md "Resume decision", check 3 "ref-schema").
 //
-// The schema is read first: RefSchemaV1 and RefSchemaV2 are read with
+// The schema is read first: RefSchemaV1, RefSchemaV2 and RefSchemaV3 are read with
 // exactly their members (docs/design.md "SnapshotRef"); any other value —
 // a newer "sandbox.snapshot-ref/N" (refused with a message saying which
 // versions this tool reads), another string, another type, or none — is
@@ -263,8 +263,18 @@ func validPlatform(s string) bool {
 // ≥ 1) present exactly when generation ≥ 2; 1 to MaxLayers layers, each
 // with an OCI layer media type (tar, tar+gzip, tar+zstd); spec with media
 // type MediaTypeSpec; runtime with a name and, optionally, options with a
-// type URL and a base64 value. A RefSchemaV1 ref's one "rootfsDiff" is
-// read as Layers[0], with Generation 1.
+// type URL and a base64 value. For RefSchemaV3 also: runUID a run UID
+// (ValidRunUID); ancestors (1 to MaxAncestors "sha256:<64 hex>") present
+// exactly when generation ≥ 2; memory with a known format, 1 to
+// MaxMemoryBlobs blobs of that format's media types, the format's tool,
+// a version, a binary digest, a platform exactly for runsc, a kernel and
+// a CPU whose flags are sorted and distinct; repinnedFrom a manifest
+// address; forkedFrom a run id, run UID, generation and ref digest; then,
+// once all of that is well formed, the rules across members
+// (lineageRefusals: the last ancestor is parent, at most generation − 1
+// of them, repinnedFrom and forkedFrom at the generations they belong
+// to). A RefSchemaV1 ref's one "rootfsDiff" is read as Layers[0], with
+// Generation 1.
 //
 // Every problem is reported at its JSON Pointer into the file (the nodes'
 // pointers: "/ref/run", "/ref/layers/0/digest") in one
@@ -346,6 +356,9 @@ func decodeRefCanonical(inner *strictjson.Node, coreCanonical []byte) (*Ref, err
 		}
 	} else {
 		d.v2(inner, top, r)
+		if r.IsV3() {
+			d.v3(top, r)
+		}
 	}
 	r.KeptRunning = d.boolean(top["keptRunning"], "keptRunning")
 	if s, ok := d.str(top["created"], "created"); ok {
@@ -353,6 +366,10 @@ func decodeRefCanonical(inner *strictjson.Node, coreCanonical []byte) (*Ref, err
 			d.refuse(top["created"].Pointer, envmanifest.ClassInvalidValue, "created must be an RFC 3339 time, not %q", s)
 		}
 		r.Created = s
+	}
+	if r.IsV3() && len(d.rs) == 0 {
+		// The rules across the /3 members, once every member is well formed.
+		d.rs = lineageRefusals(r, inner.Pointer)
 	}
 	if len(d.rs) > 0 {
 		envmanifest.SortRefusals(d.rs)
@@ -369,11 +386,14 @@ func (d *refDecoder) schemaOf(inner *strictjson.Node) ([]refMember, bool) {
 	n := inner.Get("schema")
 	switch {
 	case n == nil:
-		d.refuse(ptr, envmanifest.ClassMissing, "the ref needs member \"schema\" (%q or %q)", RefSchemaV2, RefSchemaV1)
+		d.refuse(ptr, envmanifest.ClassMissing, "the ref needs member \"schema\" (%s)", readSchemas)
 		return nil, false
 	case n.Kind != strictjson.KindString:
 		d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "schema must be a string, not %s", n.Kind)
 		return nil, false
+	case n.Str == RefSchemaV3:
+		d.schema = RefSchemaV3
+		return refMembersV3, true
 	case n.Str == RefSchemaV2:
 		d.schema = RefSchemaV2
 		return refMembersV2, true
@@ -382,15 +402,18 @@ func (d *refDecoder) schemaOf(inner *strictjson.Node) ([]refMember, bool) {
 		return refMembersV1, true
 	}
 	if v, ok := strings.CutPrefix(n.Str, refSchemaPrefix); ok {
-		if k, err := strconv.Atoi(v); err == nil && k > 2 {
+		if k, err := strconv.Atoi(v); err == nil && k > 3 {
 			d.refuse(n.Pointer, envmanifest.ClassInvalidValue,
-				"schema %q is newer than this tool reads (%s and %s); upgrade sandbox-resume to read it", n.Str, RefSchemaV2, RefSchemaV1)
+				"schema %q is newer than this tool reads (%s); upgrade sandbox-resume to read it", n.Str, readSchemas)
 			return nil, false
 		}
 	}
-	d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "schema must be %q or %q, not %q", RefSchemaV2, RefSchemaV1, n.Str)
+	d.refuse(n.Pointer, envmanifest.ClassInvalidValue, "schema must be %s, not %q", readSchemas, n.Str)
 	return nil, false
 }
+
+// readSchemas names the schemas this tool reads, for messages.
+const readSchemas = `"` + RefSchemaV3 + `", "` + RefSchemaV2 + `" or "` + RefSchemaV1 + `"`
 
 // v2 decodes the members only a RefSchemaV2 ref has: generation, parent,
 // layers, spec, runtime and fence.
@@ -398,7 +421,11 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 	gen, genOK := d.whole(top["generation"], "generation", "generations", 1)
 	r.Generation = gen
 	if genOK {
-		for _, name := range []string{"parent", "fence"} {
+		laterOnly := []string{"parent", "fence"}
+		if r.IsV3() {
+			laterOnly = append(laterOnly, "ancestors")
+		}
+		for _, name := range laterOnly {
 			switch n := top[name]; {
 			case gen >= 2 && n == nil:
 				d.refuse(strictjson.Pointer(inner.Pointer, name), envmanifest.ClassMissing,
@@ -650,10 +677,14 @@ type refWireV2 struct {
 // (docs/design.md "SnapshotRef"): a RefSchemaV1 ref with its one layer as
 // "rootfsDiff" and no generation, parent, spec, runtime or fence; a
 // RefSchemaV2 ref with every member, "parent" and "fence" exactly when
-// Generation ≥ 2. Policy and Base.DiffIDs nil are written as []. A ref
-// that its schema cannot express — another schema, a V1 ref without
-// exactly one layer or at a generation other than 1, a V2 ref without
-// Spec or Runtime — is an error naming what is wrong.
+// Generation ≥ 2; a RefSchemaV3 ref as /2 plus "runUID", "ancestors"
+// (Generation ≥ 2) and the optional "memory", "repinnedFrom" and
+// "forkedFrom". Policy and Base.DiffIDs nil are written as []. A ref that
+// its schema cannot express — another schema, a V1 ref without exactly
+// one layer or at a generation other than 1, a V1 or V2 ref with a /3
+// member, a V2 or V3 ref without Spec or Runtime, a V3 ref that breaks
+// check 3's rules across members (lineageRefusals, wrapped as a
+// *envmanifest.RefusedError) — is an error naming what is wrong.
 func (r Ref) MarshalJSON() ([]byte, error) {
 	policy := r.Policy
 	if policy == nil {
@@ -662,6 +693,9 @@ func (r Ref) MarshalJSON() ([]byte, error) {
 	base := r.Base
 	if base.DiffIDs == nil {
 		base.DiffIDs = []digest.Digest{}
+	}
+	if r.Schema != RefSchemaV3 && r.hasV3Members() {
+		return nil, fmt.Errorf("snapshot ref of run %q: a %s ref has no runUID, ancestors, memory, repinnedFrom or forkedFrom (%s members)", r.Run, r.Schema, RefSchemaV3)
 	}
 	switch r.Schema {
 	case RefSchemaV1:
@@ -673,9 +707,9 @@ func (r Ref) MarshalJSON() ([]byte, error) {
 			Schema: r.Schema, Run: r.Run, Manifest: r.Manifest, Core: r.Core, Pinned: r.Pinned, Policy: policy,
 			Lockfile: r.Lockfile, Host: r.Host, Base: base, RootfsDiff: r.Layers[0], KeptRunning: r.KeptRunning, Created: r.Created,
 		})
-	case RefSchemaV2:
+	case RefSchemaV2, RefSchemaV3:
 		if r.Spec == nil || r.Runtime == nil {
-			return nil, fmt.Errorf("snapshot ref of run %q generation %d: a %s ref needs a spec and a runtime", r.Run, r.Generation, RefSchemaV2)
+			return nil, fmt.Errorf("snapshot ref of run %q generation %d: a %s ref needs a spec and a runtime", r.Run, r.Generation, r.Schema)
 		}
 		if r.Generation == 0 {
 			return nil, fmt.Errorf("snapshot ref of run %q: generation 0 (generations start at 1)", r.Run)
@@ -694,9 +728,16 @@ func (r Ref) MarshalJSON() ([]byte, error) {
 		} else if r.Parent != "" || r.Fence != 0 {
 			return nil, fmt.Errorf("snapshot ref of run %q: generation 1 has no parent or fence", r.Run)
 		}
-		return json.Marshal(w)
+		if r.Schema == RefSchemaV2 {
+			return json.Marshal(w)
+		}
+		if rs := lineageRefusals(&r, ""); len(rs) > 0 {
+			return nil, fmt.Errorf("snapshot ref of run %q generation %d: %w", r.Run, r.Generation, &envmanifest.RefusedError{Refusals: rs})
+		}
+		return json.Marshal(refWireV3{refWireV2: w, RunUID: r.RunUID, Ancestors: r.Ancestors, Memory: r.Memory,
+			RepinnedFrom: r.RepinnedFrom, ForkedFrom: r.ForkedFrom})
 	}
-	return nil, fmt.Errorf("snapshot ref of run %q: schema %q is not %q or %q", r.Run, r.Schema, RefSchemaV2, RefSchemaV1)
+	return nil, fmt.Errorf("snapshot ref of run %q: schema %q is not %s", r.Run, r.Schema, readSchemas)
 }
 
 // Canonical returns the RFC 8785 JCS bytes of the ref's JSON form
@@ -718,11 +759,22 @@ func (r *Ref) Canonical() ([]byte, error) {
 // "Signed documents": keys sorted, 2-space indentation, final newline). A
 // signer is any crypto.Signer holding an Ed25519 key (an
 // ed25519.PrivateKey, a KMS, an HSM). It fails when no signer is given or
-// a signer does not sign with Ed25519.
+// a signer does not sign with Ed25519, and (fail closed) when the ref's
+// bytes would not pass check 3 when read back (decodeRef: a
+// *envmanifest.RefusedError naming each member), so no ref is signed that
+// its readers refuse.
 func SignRef(r *Ref, signers ...crypto.Signer) ([]byte, error) {
 	canonical, err := r.Canonical()
 	if err != nil {
 		return nil, err
+	}
+	wrapped := append(append([]byte(`{"ref":`), canonical...), `,"signatures":[]}`...)
+	doc, err := envmanifest.ParseSigned(wrapped, envelope.MemberRef)
+	if err == nil {
+		_, err = decodeRef(doc.Inner)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot ref of run %q generation %d would not be read back: %w", r.Run, r.Generation, err)
 	}
 	return envelope.Sign(envelope.MemberRef, canonical, signers...)
 }

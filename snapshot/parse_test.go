@@ -78,7 +78,7 @@ func TestOpenRefRefusals(t *testing.T) {
 		{"unknown in host", []string{`"snapshotter":"overlayfs"`, `"snapshotter":"overlayfs","uuid":"x"`}, []want{{"/ref/host/uuid", envmanifest.ClassUnknownProperty}}},
 		{"missing created", []string{`"created":"2026-11-30T17:00:00Z",`, ``}, []want{{"/ref/created", envmanifest.ClassMissing}}},
 		{"missing diffID", []string{`"diffID":"sha256:6f6024f2f68d5fff849a9cc63df69dddf36b87983ef3dec70de7d4bbfbc5b245",`, ``}, []want{{"/ref/rootfsDiff/diffID", envmanifest.ClassMissing}}},
-		{"newer schema alone", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/3"`, `"run":`, `"extra":1,"run":`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
+		{"newer schema alone", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/4"`, `"run":`, `"extra":1,"run":`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
 		{"other schema", []string{`"sandbox.snapshot-ref/1"`, `"sandbox.snapshot-ref/x"`}, []want{{"/ref/schema", envmanifest.ClassInvalidValue}}},
 		{"run grammar", []string{`"r.1_x-2"`, `"R1"`}, []want{{"/ref/run", envmanifest.ClassInvalidValue}}},
 		{"run too long", []string{`"r.1_x-2"`, `"` + strings.Repeat("r", 64) + `"`}, []want{{"/ref/run", envmanifest.ClassInvalidValue}}},
@@ -219,7 +219,9 @@ func TestOpenRefSteps(t *testing.T) {
 	}
 }
 
-// refVector is one entry of testdata/ref2/vectors.json.
+// refVector is one entry of testdata/ref2/vectors.json or
+// testdata/ref3/vectors.json; RunUID, Ancestors, Memory, Repinned and
+// Forked are the /3 expectations of an accepted /3 vector.
 type refVector struct {
 	File       string `json:"file"`
 	Name       string `json:"name"`
@@ -228,6 +230,11 @@ type refVector struct {
 	Generation uint64 `json:"generation"`
 	Layers     int    `json:"layers"`
 	Spec       bool   `json:"spec"`
+	RunUID     string `json:"runUID"`
+	Ancestors  int    `json:"ancestors"`
+	Memory     string `json:"memory"`
+	Repinned   bool   `json:"repinned"`
+	Forked     bool   `json:"forked"`
 	Check      string `json:"check"`
 	Class      string `json:"class"`
 	ExitCode   int    `json:"exitCode"`
@@ -237,16 +244,28 @@ type refVector struct {
 	} `json:"refusals"`
 }
 
-// TestRefVectors runs the hand-written vectors of testdata/ref2 (the
-// expectations are data: vectors.json) through OpenRef: accepted ones open
-// with their schema, generation, layer count and spec, and re-encode to
-// their own bytes; refused ones fail at StepSchema with exactly the listed
-// refusals.
+// refVectorDirs are the directories of hand-written SnapshotRef vectors,
+// each with its expectations table vectors.json: ref2 (/1 and /2), ref3
+// (/3).
+var refVectorDirs = []string{"ref2", "ref3"}
+
+// TestRefVectors runs the hand-written vectors of testdata/ref2 and
+// testdata/ref3 (the expectations are data: vectors.json) through OpenRef:
+// accepted ones open with their schema, generation, layer count and spec
+// (and for /3 their run UID, number of ancestors, memory format, repin and
+// fork), and re-encode to their own bytes; refused ones fail at StepSchema
+// with exactly the listed refusals.
 func TestRefVectors(t *testing.T) {
+	for _, dir := range refVectorDirs {
+		t.Run(dir, func(t *testing.T) { testRefVectors(t, dir) })
+	}
+}
+
+func testRefVectors(t *testing.T, dir string) {
 	var table struct {
 		Vectors []refVector `json:"vectors"`
 	}
-	if err := json.Unmarshal(readTestdata(t, "ref2/vectors.json"), &table); err != nil {
+	if err := json.Unmarshal(readTestdata(t, filepath.Join(dir, "vectors.json")), &table); err != nil {
 		t.Fatal(err)
 	}
 	if len(table.Vectors) < 15 {
@@ -259,7 +278,7 @@ func TestRefVectors(t *testing.T) {
 	trust := testKey(t)
 	for _, v := range table.Vectors {
 		t.Run(v.Name, func(t *testing.T) {
-			canonical := readTestdata(t, filepath.Join("ref2", v.File))
+			canonical := readTestdata(t, filepath.Join(dir, v.File))
 			file, err := envelope.Sign(envelope.MemberRef, canonical, priv)
 			if err != nil {
 				t.Fatal(err)
@@ -271,6 +290,16 @@ func TestRefVectors(t *testing.T) {
 				}
 				if r.Schema != v.Schema || r.Generation != v.Generation || len(r.Layers) != v.Layers || (r.Spec != nil) != v.Spec || (r.Runtime != nil) != v.Spec {
 					t.Fatalf("opened %s generation %d, %d layers, spec %v, runtime %v", r.Schema, r.Generation, len(r.Layers), r.Spec, r.Runtime)
+				}
+				memory := ""
+				if r.Memory != nil {
+					memory = r.Memory.Format
+				}
+				if r.RunUID != v.RunUID || len(r.Ancestors) != v.Ancestors || memory != v.Memory || (r.RepinnedFrom != "") != v.Repinned || (r.ForkedFrom != nil) != v.Forked {
+					t.Fatalf("opened runUID %q, %d ancestors, memory %q, repinnedFrom %q, forkedFrom %+v", r.RunUID, len(r.Ancestors), memory, r.RepinnedFrom, r.ForkedFrom)
+				}
+				if len(r.Ancestors) > 0 && r.Ancestors[len(r.Ancestors)-1] != r.Parent {
+					t.Fatalf("last ancestor %s is not the parent %s", r.Ancestors[len(r.Ancestors)-1], r.Parent)
 				}
 				if got, err := r.Canonical(); err != nil || !bytes.Equal(got, canonical) {
 					t.Fatalf("re-encoded (err %v):\n got %s\nwant %s", err, got, canonical)

@@ -10,14 +10,16 @@ import (
 )
 
 // The SnapshotRef schema strings (docs/design.md "SnapshotRef"). Every
-// suspend writes RefSchema; RefSchemaV1 refs are still read, as
-// generation 1 with one layer and no spec. A new member means a new
-// schema string, "sandbox.snapshot-ref/3", which this version refuses.
+// suspend writes RefSchema; RefSchemaV2 and RefSchemaV1 refs are still
+// read (a /1 ref as generation 1 with one layer and no spec). A new member
+// means a new schema string, "sandbox.snapshot-ref/4", which this version
+// refuses.
 const (
 	RefSchemaV1 = "sandbox.snapshot-ref/1"
 	RefSchemaV2 = "sandbox.snapshot-ref/2"
+	RefSchemaV3 = "sandbox.snapshot-ref/3"
 	// RefSchema is the schema suspend writes.
-	RefSchema = RefSchemaV2
+	RefSchema = RefSchemaV3
 )
 
 // MaxLayers is the most layers a SnapshotRef records (docs/design.md
@@ -70,11 +72,17 @@ const (
 )
 
 // Ref is the SnapshotRef: the signed record of one generation of a
-// suspended run (docs/design.md "SnapshotRef"). One type holds both
+// suspended run (docs/design.md "SnapshotRef"). One type holds the three
 // schemas; Schema tells which:
 //
-//   - RefSchemaV2, written by every suspend: every member below.
-//     Parent and Fence are present exactly when Generation ≥ 2.
+//   - RefSchemaV3, written by every suspend: every member below. Parent,
+//     Fence and Ancestors are present exactly when Generation ≥ 2; RunUID
+//     always; Memory, RepinnedFrom and ForkedFrom when that generation has
+//     them (docs/design.md "sandbox.snapshot-ref/3" states the rules;
+//     OpenRef, MarshalJSON and SignRef enforce them).
+//   - RefSchemaV2, read only: every member but RunUID, Ancestors, Memory,
+//     RepinnedFrom and ForkedFrom. Parent and Fence are present exactly
+//     when Generation ≥ 2.
 //   - RefSchemaV1, read only: its "rootfsDiff" is Layers[0] (exactly one
 //     layer), Generation is 1, and Parent, Spec, Runtime and Fence are
 //     empty.
@@ -82,7 +90,7 @@ const (
 // Its JSON form (MarshalJSON, Canonical) is the wire form of its Schema.
 // Unknown members are refused when a ref is parsed.
 type Ref struct {
-	// Schema is RefSchemaV1 or RefSchemaV2.
+	// Schema is RefSchemaV1, RefSchemaV2 or RefSchemaV3.
 	Schema string `json:"schema"`
 	// Run is the run id (ValidRunID).
 	Run string `json:"run"`
@@ -126,6 +134,29 @@ type Ref struct {
 	// Created is when the suspend began: RFC 3339, UTC, seconds.
 	Created string `json:"created"`
 
+	// The RefSchemaV3 members (docs/design.md "SnapshotRef", "Exactly once
+	// across hosts", "Memory", "Repin and fork"); empty in a /1 or /2 ref.
+
+	// RunUID is the run's unique id, "ruid:" and 32 lowercase hex (128
+	// random bits, NewRunUID): minted at generation 1 (and by a fork, and
+	// by the first /3 generation after a /2 parent), copied by every later
+	// generation and by repin. Required in /3.
+	RunUID string `json:"runUID,omitempty"`
+	// Ancestors are the digests of the earlier refs of the run, oldest
+	// first, the last one Parent, at most MaxAncestors (the latest ones):
+	// NextAncestors. Present exactly when Generation ≥ 2; a chain that
+	// started at a /2 parent starts at that parent.
+	Ancestors []digest.Digest `json:"ancestors,omitempty"`
+	// Memory is the generation's process memory image, nil when the
+	// generation has none (docs/design.md "Memory").
+	Memory *Memory `json:"memory,omitempty"`
+	// RepinnedFrom is the manifest address ("blake3:<64 hex>") a repin
+	// replaced; empty when this generation is not a repin.
+	RepinnedFrom string `json:"repinnedFrom,omitempty"`
+	// ForkedFrom is the generation a fork started this run from; nil when
+	// the run is not a fork (only at Generation 1).
+	ForkedFrom *ForkedFrom `json:"forkedFrom,omitempty"`
+
 	// coreCanonical is the JCS of the core exactly as parsed, kept by
 	// decodeRef so checkIntegrity need not canonicalize it again.
 	coreCanonical []byte
@@ -135,6 +166,10 @@ type Ref struct {
 
 // IsV1 reports whether r is a RefSchemaV1 ref (no spec, one layer).
 func (r *Ref) IsV1() bool { return r.Schema == RefSchemaV1 }
+
+// IsV3 reports whether r is a RefSchemaV3 ref (with RunUID, and Ancestors
+// from generation 2).
+func (r *Ref) IsV3() bool { return r.Schema == RefSchemaV3 }
 
 // Host identifies the containerd daemon a run was suspended on, with the
 // facts resume compares.

@@ -69,6 +69,9 @@ type app struct {
 	openLedger func(ctx context.Context, o ledgerOptions) (ledger.Ledger, error)
 	// now is the clock (suspend records it as the run lease's creation).
 	now func() time.Time
+	// random is where suspend reads a new run UID's bits from (nil:
+	// crypto/rand).
+	random io.Reader
 
 	stdin          io.Reader
 	stdout, stderr io.Writer

@@ -173,7 +173,7 @@ func TestSuspendGolden(t *testing.T) {
 				setup(w)
 				if _, err := suspend.Run(context.Background(), w.rt.Capturer, w.l, suspend.Request{ContainerID: "box-1", ConfigPath: testConfFile,
 					Run: testRunID, Keys: []crypto.Signer{testKey()}, Out: "g1.ref.json", KeepRunning: true, Policy: []string{},
-					Now: func() time.Time { return time.Date(2026, 11, 30, 16, 45, 0, 0, time.UTC) }}); err != nil {
+					Now: func() time.Time { return time.Date(2026, 11, 30, 16, 45, 0, 0, time.UTC) }, Rand: testRandom()}); err != nil {
 					w.t.Fatal(err)
 				}
 			}, check: func(t *testing.T, w *world, code int) {

@@ -18,26 +18,33 @@ import (
 // inspectOutput is the `inspect --output json` object: what a ref file
 // records, read without trusting it unless Verified.
 type inspectOutput struct {
-	Ref         digest.Digest        `json:"ref"` // sha256 of the file's bytes: the ledger's ref, the ref label
-	Schema      string               `json:"schema"`
-	Run         string               `json:"run"`
-	Generation  uint64               `json:"generation"`
-	Parent      digest.Digest        `json:"parent,omitempty"`
-	Manifest    string               `json:"manifest"`
-	Pinned      bool                 `json:"pinned"`
-	Layers      []snapshot.Layer     `json:"layers"`
-	LayersSize  int64                `json:"layersSize"` // bytes of every layer blob
-	Unpacked    int64                `json:"unpacked"`   // bytes of every layer uncompressed
-	Spec        *snapshot.Descriptor `json:"spec"`       // null for a /1 ref
-	Runtime     *inspectRuntime      `json:"runtime"`    // null for a /1 ref
-	Base        snapshot.Base        `json:"base"`
-	Host        snapshot.Host        `json:"host"`
-	Fence       uint64               `json:"fence,omitempty"`
-	KeptRunning bool                 `json:"keptRunning"`
-	Created     string               `json:"created"`
-	Signatures  int                  `json:"signatures"`
-	Verified    bool                 `json:"verified"`           // --trust given and the signatures verified
-	SignedBy    []string             `json:"signedBy,omitempty"` // the keyids that verified
+	Ref        digest.Digest `json:"ref"` // sha256 of the file's bytes: the ledger's ref, the ref label
+	Schema     string        `json:"schema"`
+	Run        string        `json:"run"`
+	Generation uint64        `json:"generation"`
+	Parent     digest.Digest `json:"parent,omitempty"`
+	// RunUID is the run's UID (a /3 ref; absent for /1 and /2).
+	RunUID string `json:"runUID,omitempty"`
+	// AncestorCount is how many earlier refs of the run a /3 ref lists
+	// (its ancestors, the parent last); absent when none.
+	AncestorCount int                  `json:"ancestorCount,omitempty"`
+	RepinnedFrom  string               `json:"repinnedFrom,omitempty"` // the manifest address a repin replaced
+	ForkedFrom    *snapshot.ForkedFrom `json:"forkedFrom,omitempty"`   // the generation a fork started from
+	Manifest      string               `json:"manifest"`
+	Pinned        bool                 `json:"pinned"`
+	Layers        []snapshot.Layer     `json:"layers"`
+	LayersSize    int64                `json:"layersSize"` // bytes of every layer blob
+	Unpacked      int64                `json:"unpacked"`   // bytes of every layer uncompressed
+	Spec          *snapshot.Descriptor `json:"spec"`       // null for a /1 ref
+	Runtime       *inspectRuntime      `json:"runtime"`    // null for a /1 ref
+	Base          snapshot.Base        `json:"base"`
+	Host          snapshot.Host        `json:"host"`
+	Fence         uint64               `json:"fence,omitempty"`
+	KeptRunning   bool                 `json:"keptRunning"`
+	Created       string               `json:"created"`
+	Signatures    int                  `json:"signatures"`
+	Verified      bool                 `json:"verified"`           // --trust given and the signatures verified
+	SignedBy      []string             `json:"signedBy,omitempty"` // the keyids that verified
 }
 
 // inspectRuntime is a ref's runtime with its options' value in base64, as
@@ -62,7 +69,8 @@ func newInspectCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect REF [--trust PUB|DIR]",
 		Short: "Show what a SnapshotRef file records (untrusted unless --trust)",
-		Long: `Reads a SnapshotRef file and shows its run, generation, parent, layers with
+		Long: `Reads a SnapshotRef file and shows its run, run UID, generation, parent, how
+many ancestors it lists, what it was repinned or forked from, layers with
 their sizes, spec blob, runtime and options, base image, host, fence and
 creation time. Without --trust nothing is verified but the file's structure,
 schema and the manifest address of its core: do not act on what it shows.
@@ -118,6 +126,7 @@ func inspectOf(data []byte, ref *snapshot.Ref, verified bool) inspectOutput {
 		Ref: digest.FromBytes(data), Schema: ref.Schema, Run: ref.Run, Generation: ref.Generation, Parent: ref.Parent,
 		Manifest: ref.Manifest, Pinned: ref.Pinned, Layers: ref.Layers, Spec: ref.Spec, Base: ref.Base, Host: ref.Host,
 		Fence: ref.Fence, KeptRunning: ref.KeptRunning, Created: ref.Created,
+		RunUID: ref.RunUID, AncestorCount: len(ref.Ancestors), RepinnedFrom: ref.RepinnedFrom, ForkedFrom: ref.ForkedFrom,
 		Signatures: p.Signatures, Verified: verified, SignedBy: p.SignedBy,
 	}
 	if out.Generation == 0 {
@@ -150,15 +159,27 @@ func writeInspectText(w io.Writer, o inspectOutput) {
 	row("ref", "%s (%s)", o.Ref, o.Schema)
 	row("signatures", "%d, %s", o.Signatures, trust)
 	row("run", "%s", o.Run)
+	if o.RunUID != "" {
+		row("run uid", "%s", o.RunUID)
+	}
 	row("generation", "%d", o.Generation)
 	if o.Parent != "" {
 		row("parent", "%s", o.Parent)
+	}
+	if o.AncestorCount > 0 {
+		row("ancestors", "%d (the parent last)", o.AncestorCount)
+	}
+	if f := o.ForkedFrom; f != nil {
+		row("forked from", "run %s (%s) generation %d, ref %s", f.Run, f.RunUID, f.Generation, f.Ref)
 	}
 	pinned := "unpinned"
 	if o.Pinned {
 		pinned = "pinned"
 	}
 	row("manifest", "%s (%s)", o.Manifest, pinned)
+	if o.RepinnedFrom != "" {
+		row("repinned from", "%s", o.RepinnedFrom)
+	}
 	row("base", "%s", o.Base.Name)
 	if o.Base.IndexDigest != "" {
 		row("  index", "%s", o.Base.IndexDigest)

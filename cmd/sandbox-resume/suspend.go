@@ -63,7 +63,7 @@ layers: one diff against the base image); --policy must then be the recorded
 list (else 2). Creates or finds the run lease sandbox-resume.run/<run>, labels
 the container io.sandbox-resume.suspending, pauses the task, stores the zstd
 rootfs diff (progress on stderr when it is a terminal), the container's runtime
-spec and the signed sandbox.snapshot-ref/2 under the lease, and records the
+spec and the signed sandbox.snapshot-ref/3 under the lease, and records the
 generation in the run ledger while the task is paused. Recorded: it writes the
 ref file atomically (default <run>.g<generation>.ref.json) and releases from
 the lease the layers no longer named by the latest --keep-generations
@@ -105,7 +105,7 @@ without a new diff.`,
 			}
 			req := suspend.Request{
 				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy, PolicySet: s.cmd.Flags().Changed("policy"),
-				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning, Now: a.now,
+				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning, Now: a.now, Rand: a.random,
 				Flatten: o.flatten, KeepGenerations: o.keepGenerations,
 			}
 			done := func() {}

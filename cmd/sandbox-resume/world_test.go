@@ -12,6 +12,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,6 +49,7 @@ const (
 	testHostID   = "11111111-2222-3333-4444-555555555555"
 	testImage    = "docker.io/library/busybox:1"
 	testRunID    = "demo-1"
+	testRunUID   = "ruid:0123456789abcdef0123456789abcdef" // the world ref's run UID
 	testConfig   = "{\n  // the run's declaration\n  \"image\": \"busybox:1\",\n  \"containerEnv\": {\"LANG\": \"C.UTF-8\"},\n  \"remoteUser\": \"vscode\"\n}\n"
 	testKeyFile  = "k.key"
 	testPubFile  = "k.pub"
@@ -227,10 +230,15 @@ func (w *world) now() time.Time {
 	return now
 }
 
+// testRandom is where the fake world's suspends read run UIDs from: a
+// fixed stream, so the transcripts do not change.
+func testRandom() io.Reader { return rand.NewChaCha8([32]byte{'r', 'u', 'i', 'd'}) }
+
 // app returns the app over w's fakes.
 func (w *world) app(stdin string, stdout, stderr *bytes.Buffer) *app {
 	a := newApp(strings.NewReader(stdin), stdout, stderr)
 	a.now = w.now
+	a.random = testRandom()
 	a.connect = func(_ context.Context, d daemonOptions) (Runtime, error) {
 		w.connected = &d
 		if w.connectErr != nil {
@@ -355,7 +363,7 @@ func newSuspendedRun(t *testing.T) *suspendedRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.ref = &snapshot.Ref{Schema: snapshot.RefSchema, Run: testRunID, Generation: 1, Manifest: m.Address, Core: m.Core,
+	r.ref = &snapshot.Ref{Schema: snapshot.RefSchema, Run: testRunID, RunUID: testRunUID, Generation: 1, Manifest: m.Address, Core: m.Core,
 		Pinned: m.IsPinned(), Policy: []string{}, Host: testHost(), Base: r.base(), Created: "2026-11-30T16:30:00Z",
 		Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: put(diff), Size: int64(len(diff)),
 			DiffID: digest.FromBytes(tarBytes), UncompressedSize: int64(len(tarBytes))}},

@@ -158,6 +158,12 @@ func TestSuspendFiveGenerations(t *testing.T) {
 		if ref.Spec == nil || ref.Runtime == nil {
 			t.Fatalf("generation %d: no spec or runtime", g)
 		}
+		// The run UID is generation 1's; the ancestors are the parent's
+		// and the parent.
+		if want := append(slices.Clone(parent.Ref.Ancestors), parent.RefBlob); ref.Schema != snapshot.RefSchemaV3 || !snapshot.ValidRunUID(first.RunUID) ||
+			ref.RunUID != first.RunUID || !slices.Equal(ref.Ancestors, want) {
+			t.Fatalf("generation %d: %s run UID %q (generation 1's %q), ancestors %v, want %v", g, ref.Schema, ref.RunUID, first.RunUID, ref.Ancestors, want)
+		}
 		sameFiles(t, fmt.Sprintf("generation %d", g), tree(t, f, ref), files)
 		if _, err := snapshot.OpenRef(res.File, envelope.NewKeyRing(e.pub)); err != nil {
 			t.Fatal(err)
@@ -997,4 +1003,73 @@ func TestSuspendLaterImageMetadata(t *testing.T) {
 	}
 	noOps(t, f, n, fake.OpPauseTask, fake.OpSetLabels, fake.OpCreateLease)
 	e.noRefFile(t)
+}
+
+// TestSuspendAfterV2Parent: the generation after a sandbox.snapshot-ref/2
+// parent (written by an older release) is /3 with a run UID of its own and
+// the parent as its one ancestor (docs/design.md "Exactly once across
+// hosts"); a rerun of its interrupted suspend writes the same ref, the UID
+// kept on the container (snapshot.LabelRunUID) until the suspend ends.
+func TestSuspendAfterV2Parent(t *testing.T) {
+	ctx := context.Background()
+	f, e := newFake(), newEnv(t, `{"image":"busybox:1"}`)
+	// Generation 1, re-signed as the /2 ref an older release wrote, is the
+	// record of a fresh ledger.
+	res, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("Box-1", "old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := *res.Ref
+	v2.Schema, v2.RunUID = snapshot.RefSchemaV2, ""
+	file, err := snapshot.SignRef(&v2, e.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := f.WriteBlob(ctx, res.Lease, "old-g1-v2", snapshot.MediaTypeRef, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := ledgerfake.New()
+	if _, err := inner.Suspended(ctx, ledger.SuspendRequest{Run: "old", Generation: 1, Ref: desc.Digest,
+		Container: ledger.Container{Host: testHost.ID, Namespace: fake.Namespace, ID: "Box-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	resumeInto(t, f, inner, &suspend.Result{Ref: &v2, RefBlob: desc.Digest}, "inc")
+
+	// The first attempt stops before Suspended; the UID it minted is on
+	// the container.
+	var stored digest.Digest
+	l := &testLedger{Ledger: inner, suspended: func(_ context.Context, req ledger.SuspendRequest) (ledger.Record, error) {
+		stored = req.Ref
+		panic(crash{"before Suspended"})
+	}}
+	req := e.req("inc", "")
+	req.KeepRunning = true
+	req.Rand = bytes.NewReader(bytes.Repeat([]byte{0x5a}, 16))
+	if at, err := runCrashing(f, l, req); at == "" {
+		t.Fatalf("no crash: %v", err)
+	}
+	const uid = "ruid:5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"
+	if c := container(t, f, "inc"); c.Labels[snapshot.LabelRunUID] != uid {
+		t.Fatalf("labels during the suspend %v", c.Labels)
+	}
+	// The rerun reads no random bits (its reader has none) and writes the
+	// same ref.
+	l.suspended = nil
+	req.Rand = bytes.NewReader(nil)
+	res2, err := suspend.Run(ctx, f, l, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := res2.Ref
+	if res2.RefBlob != stored || ref.Schema != snapshot.RefSchemaV3 || ref.Generation != 2 || ref.RunUID != uid ||
+		!slices.Equal(ref.Ancestors, []digest.Digest{desc.Digest}) || ref.Parent != desc.Digest {
+		t.Fatalf("generation 2 %s (stored %s): %s run UID %q ancestors %v parent %s", res2.RefBlob, stored, ref.Schema, ref.RunUID, ref.Ancestors, ref.Parent)
+	}
+	if _, err := snapshot.OpenRef(res2.File, envelope.NewKeyRing(e.pub)); err != nil {
+		t.Fatal(err)
+	}
+	if c := container(t, f, "inc"); c.Labels[snapshot.LabelRunUID] != "" || c.Labels[snapshot.LabelSuspending] != "" || c.Task != snapshot.TaskRunning {
+		t.Fatalf("after the suspend: task %q labels %v", c.Task, c.Labels)
+	}
 }

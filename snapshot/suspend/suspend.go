@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -129,6 +130,10 @@ type Request struct {
 	Progress snapshot.Progress
 	// Now returns the current time (time.Now when nil); it sets Created.
 	Now func() time.Time
+	// Rand is where a new run UID's 128 bits are read from
+	// (snapshot.NewRunUID; crypto/rand.Reader when nil): at generation 1,
+	// and at the first sandbox.snapshot-ref/3 generation after a /2 parent.
+	Rand io.Reader
 }
 
 // DefaultOut is the ref file a suspend writes without Request.Out:
@@ -231,7 +236,8 @@ type Result struct {
 //     snapshot.ErrImageUnresolved); every later write is under it;
 //  5. label the container snapshot.LabelSuspending = G (and LabelRun; at a
 //     later generation also snapshot.LabelCreated, the ref's creation time,
-//     so that a rerun writes the same ref);
+//     and over a /1 or /2 parent snapshot.LabelRunUID, the run UID this
+//     generation mints, so that a rerun writes the same ref);
 //     pause a running task (a paused one stays paused); store the layer
 //     — the diff of the container's snapshot against its parent
 //     (snapshot.Differ), or with Request.Flatten or past
@@ -239,8 +245,12 @@ type Result struct {
 //     (snapshot.FlatDiffer) — its runtime spec (the exact bytes, media
 //     type snapshot.MediaTypeSpec) and the signed ref (snapshot.RefSchema;
 //     Layers are the resumed-from generation's layers followed by the new
-//     one; at a later generation Parent is the parent's digest and Fence
-//     the container's fence); then record it in the ledger
+//     one; RunUID at generation 1 minted from Request.Rand and labelled on
+//     the run lease (snapshot.LabelRunUID; a rerun keeps it), later the
+//     parent's (minted for a /1 or /2 parent); at a later generation
+//     Parent is the parent's digest, Ancestors the parent's followed by
+//     it (snapshot.NextAncestors) and Fence the container's fence); then
+//     record it in the ledger
 //     (ledger.Ledger.Suspended with that fence) while the task is still
 //     paused:
 //     - recorded: write the ref file temp → fsync → rename, then with
@@ -253,7 +263,8 @@ type Result struct {
 //     snapshot.LabelRef) whose task was stopped is deleted with its
 //     snapshot (step 7: its content lives in the layers), and any other
 //     container is labelled — LabelManifest and, when stopped,
-//     LabelSuspended = G — with LabelSuspending (and LabelCreated) removed
+//     LabelSuspended = G — with LabelSuspending (and LabelCreated and
+//     LabelRunUID) removed
 //     in the same update;
 //     - refused (a *ledger.Error, also matching ErrRunConflict), or failed
 //     without the generation recorded (read back with Get): resume a task
@@ -339,6 +350,29 @@ type suspension struct {
 	parent    *snapshot.Ref
 	parentRef digest.Digest
 	from      *snapshot.Ref
+	runUID    string // the ref's run UID (lease at generation 1, else laterRunUID)
+}
+
+// laterRunUID sets s.runUID at a later generation: the parent's
+// (docs/design.md "Exactly once across hosts"), or for a parent without one
+// (a /1 or /2 ref) a new one, labelled on the container
+// (snapshot.LabelRunUID, beside LabelCreated, in labels and removed by
+// undoLabels) so that a rerun writes the same ref; a rerun takes it from
+// that label.
+func (s *suspension) laterRunUID(labels, undoLabels map[string]string) error {
+	if s.parent.IsV3() {
+		s.runUID = s.parent.RunUID
+		return nil
+	}
+	uid := s.ctr.Labels[snapshot.LabelRunUID]
+	if !s.rerun || !snapshot.ValidRunUID(uid) {
+		var err error
+		if uid, err = snapshot.NewRunUID(s.req.Rand); err != nil {
+			return fmt.Errorf("suspend: run %q generation %d: %w", s.run, s.gen, err)
+		}
+	}
+	s.runUID, labels[snapshot.LabelRunUID], undoLabels[snapshot.LabelRunUID] = uid, uid, ""
+	return nil
 }
 
 func (s *suspension) suspend(ctx context.Context) (*Result, error) {
@@ -465,6 +499,9 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		// A rerun writes the same ref: it takes the creation time from here
 		// (generation 1 takes it from the run lease it created).
 		labels[snapshot.LabelCreated], undoLabels[snapshot.LabelCreated] = created, ""
+		if err := s.laterRunUID(labels, undoLabels); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.c.SetContainerLabels(ctx, s.ctr.ID, labels); err != nil {
 		return nil, fmt.Errorf("suspend: label container %q %s=%d: %w", s.ctr.ID, snapshot.LabelSuspending, s.gen, err)
@@ -500,11 +537,14 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		Runtime:     &runtime,
 		KeptRunning: s.req.KeepRunning,
 		Created:     created,
+		RunUID:      s.runUID, // lease (generation 1) or laterRunUID
 	}
 	if p := s.parent; p != nil {
 		// Copied from the parent (docs/design.md "SnapshotRef"); the
-		// manifest address was checked equal in step 3.
-		ref.Parent, ref.Fence = s.parentRef, s.fence
+		// manifest address was checked equal in step 3. The run UID too
+		// (a /2 parent has none: one is minted) and the ancestors are the
+		// parent's and the parent ("Exactly once across hosts").
+		ref.Parent, ref.Fence, ref.Ancestors = s.parentRef, s.fence, snapshot.NextAncestors(p, s.parentRef)
 		ref.Manifest, ref.Core, ref.Pinned, ref.Policy, ref.Lockfile = p.Manifest, p.Core, p.Pinned, p.Policy, p.Lockfile
 		if ref.Policy == nil {
 			ref.Policy = []string{}
@@ -667,7 +707,9 @@ func describeRecord(rec ledger.Record) string {
 // run (made by generation 1's suspend, or by resume); its creation time is
 // now, or in a rerun the one the interrupted suspend put on the container
 // (snapshot.LabelCreated, beside LabelSuspending), so that it too writes
-// the same ref.
+// the same ref. Generation 1 mints the run UID (s.runUID) and labels the
+// lease with it (snapshot.LabelRunUID), and a rerun keeps the one it finds
+// there.
 func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, error) {
 	id := s.res.Lease
 	created := s.now().UTC().Truncate(time.Second).Format(time.RFC3339)
@@ -676,11 +718,19 @@ func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, err
 			created = t.UTC().Format(time.RFC3339)
 		}
 	}
-	err := s.c.CreateLease(ctx, id, map[string]string{
+	labels := map[string]string{
 		snapshot.LabelRun:       s.run,
 		snapshot.LabelContainer: s.ctr.ID,
 		snapshot.LabelCreated:   created,
-	})
+	}
+	if s.gen == 1 {
+		uid, err := snapshot.NewRunUID(s.req.Rand)
+		if err != nil {
+			return "", fmt.Errorf("suspend: run %q: %w", s.run, err)
+		}
+		s.runUID, labels[snapshot.LabelRunUID] = uid, uid
+	}
+	err := s.c.CreateLease(ctx, id, labels)
 	switch {
 	case err == nil:
 	case errdefs.IsAlreadyExists(err) && s.gen > 1:
@@ -694,6 +744,9 @@ func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, err
 		}
 		if t, err := time.Parse(time.RFC3339, l.Labels[snapshot.LabelCreated]); err == nil {
 			created = t.UTC().Format(time.RFC3339)
+		}
+		if uid := l.Labels[snapshot.LabelRunUID]; snapshot.ValidRunUID(uid) {
+			s.runUID = uid
 		}
 		s.res.Resumed = true
 	default:
@@ -808,7 +861,7 @@ func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, er
 		snapshot.LabelRun: s.run, snapshot.LabelManifest: s.res.Ref.Manifest, snapshot.LabelSuspending: "",
 	}
 	if s.gen > 1 {
-		labels[snapshot.LabelCreated] = ""
+		labels[snapshot.LabelCreated], labels[snapshot.LabelRunUID] = "", ""
 	}
 	if s.res.Ref.KeptRunning {
 		switch s.ctr.Task {

@@ -170,12 +170,13 @@ func TestSuspendRefusals(t *testing.T) {
 	})
 }
 
-// TestSuspendWritesV2: a suspend writes a sandbox.snapshot-ref/2 at
-// generation 1 recording the container's spec bytes and runtime, records
-// it in the ledger as suspended by this container, stops the task and
-// labels the container suspended; the default ref file name carries the
-// generation.
-func TestSuspendWritesV2(t *testing.T) {
+// TestSuspendWritesV3: a suspend writes a sandbox.snapshot-ref/3 at
+// generation 1 recording the container's spec bytes and runtime and a run
+// UID minted from Request.Rand (also on the run lease), with no ancestors,
+// memory, repinnedFrom or forkedFrom; records it in the ledger as
+// suspended by this container, stops the task and labels the container
+// suspended; the default ref file name carries the generation.
+func TestSuspendWritesV3(t *testing.T) {
 	ctx := context.Background()
 	f := newFake()
 	e := newEnv(t, `{"image":"busybox:1"}`)
@@ -183,6 +184,7 @@ func TestSuspendWritesV2(t *testing.T) {
 	before := container(t, f, "Box-1")
 	req := e.req("Box-1", "demo-1")
 	req.Out = ""
+	req.Rand = bytes.NewReader(bytes.Repeat([]byte{0xab}, 16))
 	t.Chdir(e.dir)
 	res, err := suspend.Run(ctx, f, l, req)
 	if err != nil {
@@ -199,8 +201,15 @@ func TestSuspendWritesV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref.Schema != snapshot.RefSchemaV2 || ref.Generation != 1 || ref.Parent != "" || ref.Fence != 0 || len(ref.Layers) != 1 || ref.KeptRunning {
+	if ref.Schema != snapshot.RefSchemaV3 || ref.Generation != 1 || ref.Parent != "" || ref.Fence != 0 || len(ref.Layers) != 1 || ref.KeptRunning {
 		t.Fatalf("ref %+v", ref)
+	}
+	const uid = "ruid:abababababababababababababababab"
+	if ref.RunUID != uid || ref.Ancestors != nil || ref.Memory != nil || ref.RepinnedFrom != "" || ref.ForkedFrom != nil {
+		t.Fatalf("ref run UID %q, ancestors %v, memory %v, repinnedFrom %q, forkedFrom %v", ref.RunUID, ref.Ancestors, ref.Memory, ref.RepinnedFrom, ref.ForkedFrom)
+	}
+	if lease, err := f.Lease(ctx, res.Lease); err != nil || lease.Labels[snapshot.LabelRunUID] != uid {
+		t.Fatalf("run lease %+v (err %v)", lease, err)
 	}
 	spec, err := f.Blob(ctx, ref.Spec.Digest)
 	if err != nil || !bytes.Equal(spec, before.Spec) || ref.Spec.MediaType != snapshot.MediaTypeSpec || ref.Spec.Size != int64(len(spec)) {
@@ -643,11 +652,20 @@ func TestSuspendCrashAnywhere(t *testing.T) {
 					t.Fatalf("crashed at %s: records %v", crashed, recs)
 				}
 				f.Hook, l.suspended = nil, nil
+				// The run UID the interrupted suspend minted, once it made
+				// the run lease: the rerun writes it again.
+				var uid string
+				if lease, err := f.Lease(ctx, snapshot.RunLease("r")); err == nil {
+					uid = lease.Labels[snapshot.LabelRunUID]
+				}
 				n0 := len(f.Ops())
 				req.KeepRunning = !keep // a rerun finishes as the recorded ref says
 				res, err := suspend.Run(ctx, f, l, req)
 				if err != nil {
 					t.Fatalf("rerun after a crash at %s: %v", crashed, err)
+				}
+				if uid != "" && res.Ref.RunUID != uid {
+					t.Fatalf("crashed at %s: the rerun wrote run UID %q, the run lease says %q", crashed, res.Ref.RunUID, uid)
 				}
 				file, err := os.ReadFile(e.out())
 				if err != nil || !bytes.Equal(file, res.File) || digest.FromBytes(file) != res.RefBlob {

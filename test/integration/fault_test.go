@@ -798,7 +798,7 @@ func swapRef(t testing.TB, es []entry, artifact digest.Digest, refFile []byte) [
 }
 
 // TestNewerRefSchemaRefused signs a ref whose schema is
-// "sandbox.snapshot-ref/2" with a trusted key: resume --check refuses it
+// "sandbox.snapshot-ref/4" with a trusted key: resume --check refuses it
 // at check 3 (ref-schema) with exit 2 and a message naming the version and
 // asking for an upgrade; export refuses it too; an archive carrying it is
 // refused by import with exit 2 and the same message, leaving no blob, no
@@ -820,7 +820,7 @@ func TestNewerRefSchemaRefused(t *testing.T) {
 
 	// A ref of the next schema: this tool's ref with only its schema
 	// string changed (the Go type cannot write a schema it does not know).
-	const newer = "sandbox.snapshot-ref/3"
+	const newer = "sandbox.snapshot-ref/4"
 	canonical, err := s.ref.Canonical()
 	if err != nil {
 		t.Fatal(err)
@@ -870,8 +870,8 @@ func TestNewerRefSchemaRefused(t *testing.T) {
 		ref  []byte
 		want int
 	}{
-		{"schema 2 (control)", file1, 0},
-		{"schema 3", file2, 2},
+		{"this schema (control)", file1, 0},
+		{"the next schema", file2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es := swapRef(t, slices.Clone(base), exp.Artifact.Digest, tc.ref)

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
@@ -213,5 +214,24 @@ func TestPreviousReleaseResumes(t *testing.T) {
 	// The run is live now: a second resume is 8.
 	if code, v := resumeChain(t, r, "--container", "again"); code != 8 {
 		t.Errorf("second resume: exit %d: %s", code, failDetail(v))
+	}
+
+	// Its next suspend writes a /3 generation 2 (docs/design.md
+	// "SnapshotRef"): the /1 parent has no run UID, so one is minted, and
+	// the ancestors start at that parent.
+	_, key, err := envelope.WriteKeyPair(filepath.Join(t.TempDir(), "next"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2 := filepath.Join(t.TempDir(), "g2.ref.json")
+	mustCLI(t, d, "", nil, "suspend", "--container", id, "--config", file("devcontainer.json"), "--key", key, "--out", g2)
+	b, err := os.ReadFile(g2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := snapshot.OpenRefUnsafe(b)
+	if err != nil || next.Schema != snapshot.RefSchemaV3 || next.Generation != 2 || next.Parent != digest.FromBytes(refFile) ||
+		!snapshot.ValidRunUID(next.RunUID) || !slices.Equal(next.Ancestors, []digest.Digest{next.Parent}) {
+		t.Fatalf("generation 2 after the /1 parent: %+v (err %v)", next, err)
 	}
 }

@@ -137,7 +137,7 @@ func suspend(t testing.TB, d *harness.Daemon, config string) *suspended {
 	const run = "itest-1"
 	s.diff = []byte("rootfs diff of " + run + " on " + d.Name + " declared as " + m.Address)
 	s.ref = snapshot.Ref{
-		Schema: snapshot.RefSchema, Run: run, Generation: 1, Manifest: m.Address, Core: m.Core,
+		Schema: snapshot.RefSchema, Run: run, RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core,
 		Pinned: m.Core.IsPinned(), Policy: []string{}, Host: host, Base: base,
 		Layers: []snapshot.Layer{{
 			MediaType: ocispec.MediaTypeImageLayerZstd,

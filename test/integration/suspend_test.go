@@ -246,11 +246,11 @@ func TestSuspendLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A /2 ref at generation 1, recording the container's spec bytes as
-	// containerd holds them and its runtime.
-	if ref.Schema != snapshot.RefSchemaV2 || ref.Generation != 1 || len(ref.Layers) != 1 || ref.Spec == nil || ref.Runtime == nil ||
-		ref.Runtime.Name != "io.containerd.runc.v2" {
-		t.Fatalf("ref %s generation %d, %d layers, spec %v, runtime %v", ref.Schema, ref.Generation, len(ref.Layers), ref.Spec, ref.Runtime)
+	// A /3 ref at generation 1 with a run UID and no ancestors, recording
+	// the container's spec bytes as containerd holds them and its runtime.
+	if ref.Schema != snapshot.RefSchemaV3 || ref.Generation != 1 || len(ref.Layers) != 1 || ref.Spec == nil || ref.Runtime == nil ||
+		ref.Runtime.Name != "io.containerd.runc.v2" || !snapshot.ValidRunUID(ref.RunUID) || len(ref.Ancestors) != 0 {
+		t.Fatalf("ref %s generation %d, %d layers, spec %v, runtime %v, run UID %q, ancestors %v", ref.Schema, ref.Generation, len(ref.Layers), ref.Spec, ref.Runtime, ref.RunUID, ref.Ancestors)
 	}
 	{
 		cont, err := d.Client.LoadContainer(d.Context(t), cid)
@@ -466,6 +466,12 @@ func TestSuspendKeepRunning(t *testing.T) {
 	ref2, err := snapshot.OpenRef(file2, env.trust)
 	if err != nil || ref2.Generation != 2 || ref2.Parent != digest.FromBytes(file) || ref2.Fence != 1 || ref2.KeptRunning {
 		t.Fatalf("generation 2: %+v (err %v)", ref2, err)
+	}
+	// Generation 2 keeps generation 1's run UID and lists it as its one
+	// ancestor.
+	if ref1, err := snapshot.OpenRef(file, env.trust); err != nil || ref2.RunUID != ref1.RunUID || !snapshot.ValidRunUID(ref2.RunUID) ||
+		len(ref2.Ancestors) != 1 || ref2.Ancestors[0] != ref2.Parent {
+		t.Fatalf("generation 2: run UID %q (generation 1's %q), ancestors %v (err %v)", ref2.RunUID, ref1.RunUID, ref2.Ancestors, err)
 	}
 	if c, err := rt.Container(d.Context(t), cid); err != nil || c.Task != snapshot.TaskNone || c.Labels[snapshot.LabelSuspended] != "2" {
 		t.Fatalf("task %q labels %v (err %v), want stopped and suspended = 2", c.Task, c.Labels, err)

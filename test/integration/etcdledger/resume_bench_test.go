@@ -73,7 +73,7 @@ func newFakeHost(b *testing.B) *fakeHost {
 	blob, diff := materializertest.Diff(b, map[string]string{"data.txt": "hello\n"})
 	facts.PutBlob(blob)
 	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
-	h.ref = snapshot.Ref{Schema: snapshot.RefSchema, Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.IsPinned(),
+	h.ref = snapshot.Ref{Schema: snapshot.RefSchema, RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.IsPinned(),
 		Policy: []string{}, Host: host, Base: base, Created: "2026-12-01T10:00:00Z", Layers: []snapshot.Layer{diff},
 		Spec:    &snapshot.Descriptor{MediaType: snapshot.MediaTypeSpec, Digest: facts.PutBlob(spec), Size: int64(len(spec))},
 		Runtime: &snapshot.Runtime{Name: "io.containerd.runc.v2"}}
