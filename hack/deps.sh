@@ -104,55 +104,76 @@ apt_install() {
     env DEBIAN_FRONTEND=noninteractive bash -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"' _ "${missing[@]}"
 }
 
-# cached TOOL-VERSION BUILD_FN FILE...: makes $cache/TOOL-VERSION hold FILE...
-# (running BUILD_FN DIR to fill a temporary DIR when it does not) and links
-# bin/FILE to each. Prints one line when the cache already had it.
-cached() {
+# ensure_cached TOOL-VERSION BUILD_FN FILE...: makes $cache/TOOL-VERSION
+# hold FILE... (running BUILD_FN DIR to fill a temporary DIR, under the
+# key's lock, when it does not) and sets how ("cached" or "built now") and
+# have (0, noting what is missing, when it must be built and this is not
+# root). Always returns 0: it must not run in a condition, where set -e
+# would not stop a failing build.
+ensure_cached() {
   local key=$1 build=$2; shift 2
-  local dir=$cache/$key f ok=1 how=cached
-  for f in "$@"; do [[ -x $dir/$f ]] || ok=0; done
-  if ((!ok)); then
-    if ((!is_root)); then
-      missing_report+=("$key (run \`make deps\` as root to build it into $dir)")
-      return 0
-    fi
-    mkdir -p "$cache"
-    chmod 0755 "$cache"
-    exec {lockfd}>"$cache/.lock-$key"
-    if ! flock -n "$lockfd"; then
-      say "$key: waiting for another make deps that is building it (lock $cache/.lock-$key)"
-      flock "$lockfd"
-    fi
-    ok=1
-    for f in "$@"; do [[ -x $dir/$f ]] || ok=0; done
-    if ((!ok)); then
-      local tmp
-      # What a killed build left (only the lock holder builds this key).
-      rm -rf "$cache/.tmp-$key".*
-      tmp=$(mktemp -d "$cache/.tmp-$key.XXXXXX")
-      tmpdirs+=("$tmp")
-      chmod 0755 "$tmp"
-      "$build" "$tmp"
-      how="built now"
-      for f in "$@"; do
-        [[ -x $tmp/$f ]] || { say "$key: the build made no $f" >&2; exit 1; }
-      done
-      rm -rf "$dir"
-      mv "$tmp" "$dir"
-    fi
-    exec {lockfd}>&-
-  else
-    local linked=1
-    for f in "$@"; do [[ $(readlink "bin/$f" 2>/dev/null) == "$dir/$f" ]] || linked=0; done
-    if ((linked)); then
-      say "$key: bin/ already links $dir (cached)"
-      return 0
-    fi
+  local dir=$cache/$key f ok=1
+  how=cached have=1
+  for f in "$@"; do [[ -e $dir/$f ]] || ok=0; done
+  ((ok)) && return 0
+  if ((!is_root)); then
+    missing_report+=("$key (run \`make deps\` as root to build it into $dir)")
+    have=0
+    return 0
   fi
-  for f in "$@"; do ln -sfn "$dir/$f" "bin/$f"; done
-  local names=$1
+  mkdir -p "$cache"
+  chmod 0755 "$cache"
+  exec {lockfd}>"$cache/.lock-$key"
+  if ! flock -n "$lockfd"; then
+    say "$key: waiting for another make deps that is building it (lock $cache/.lock-$key)"
+    flock "$lockfd"
+  fi
+  ok=1
+  for f in "$@"; do [[ -e $dir/$f ]] || ok=0; done
+  if ((!ok)); then
+    local tmp
+    # What a killed build left (only the lock holder builds this key).
+    rm -rf "$cache/.tmp-$key".*
+    tmp=$(mktemp -d "$cache/.tmp-$key.XXXXXX")
+    tmpdirs+=("$tmp")
+    chmod 0755 "$tmp"
+    "$build" "$tmp"
+    how="built now"
+    for f in "$@"; do
+      [[ -e $tmp/$f ]] || { say "$key: the build made no $f" >&2; exit 1; }
+    done
+    rm -rf "$dir"
+    mv "$tmp" "$dir"
+  fi
+  exec {lockfd}>&-
+}
+
+# link_cached TOOL-VERSION LINKDIR FILE...: links LINKDIR/FILE to each
+# $cache/TOOL-VERSION/FILE and prints one line.
+link_cached() {
+  local key=$1 linkdir=$2; shift 2
+  local dir=$cache/$key f linked=1 names=$1
+  for f in "$@"; do [[ $(readlink "$linkdir/$f" 2>/dev/null) == "$dir/$f" ]] || linked=0; done
+  if ((linked)) && [[ $how == cached ]]; then
+    say "$key: $linkdir/ already links $dir (cached)"
+    return 0
+  fi
+  mkdir -p "$linkdir"
+  for f in "$@"; do
+    [[ -d $linkdir/$f && ! -L $linkdir/$f ]] && rm -rf "${linkdir:?}/$f"
+    ln -sfn "$dir/$f" "$linkdir/$f"
+  done
   (($# > 1)) && names="{$(IFS=,; echo "$*")}"
-  say "$key: linked bin/$names to $dir ($how)"
+  say "$key: linked $linkdir/$names to $dir ($how)"
+}
+
+# cached TOOL-VERSION BUILD_FN FILE...: ensure_cached, then bin/FILE links.
+cached() {
+  local key=$1
+  ensure_cached "$@"
+  shift 2
+  if ((have)); then link_cached "$key" bin "$@"; fi
+  return 0
 }
 
 # legacy_ok STAMP FILE...: a clone whose bin/ was filled before the cache
@@ -186,18 +207,31 @@ fi
 # its Draft 2020-12 dialect and ajv-formats, installed with npm into the
 # repo-local .tools/ (gitignored), only when missing. Works as non-root too.
 ajv_versions=(ajv@8.20.0 ajv-cli@5.0.0 ajv-formats@3.0.1)
-if [[ ! -f .tools/node_modules/ajv/dist/2020.js || ! -f .tools/node_modules/ajv-formats/dist/index.js || ! -x .tools/node_modules/.bin/ajv ]]; then
+ajv_key=npm-$(IFS=-; echo "${ajv_versions[*]//@/-}")
+ajv_ok() { [[ -f $1/ajv/dist/2020.js && -f $1/ajv-formats/dist/index.js && -x $1/.bin/ajv ]]; }
+build_ajv() {
+  step "ajv" "npm install ${ajv_versions[*]} (npm registry) into $1" \
+    npm install --prefix "$1" --no-audit --no-fund --silent "${ajv_versions[@]}"
+  rm -f "$1/package.json" "$1/package-lock.json"
+}
+if ajv_ok .tools/node_modules && [[ ! -L .tools/node_modules ]]; then
+  say "ajv: .tools/node_modules has ${ajv_versions[*]}"
+else
   if ! command -v npm >/dev/null 2>&1; then
     apt_install nodejs npm
   fi
-  if command -v npm >/dev/null 2>&1; then
+  if ! command -v npm >/dev/null 2>&1 && [[ ! -d $cache/$ajv_key ]]; then
+    missing_report+=("npm (node and npm run the schema validator test)")
+  elif ((is_root)) || [[ -d $cache/$ajv_key ]]; then
+    # Into the machine-wide cache like the binaries; .tools/node_modules
+    # links to it.
+    ensure_cached "$ajv_key" build_ajv node_modules/ajv/dist/2020.js node_modules/ajv-formats/dist/index.js node_modules/.bin/ajv
+    if ((have)); then link_cached "$ajv_key" .tools node_modules; fi
+  else
+    # Not root and not cached: into this clone, as before the cache.
     step "ajv" "npm install ${ajv_versions[*]} (npm registry) into .tools/" \
       npm install --prefix .tools --no-audit --no-fund --silent "${ajv_versions[@]}"
-  else
-    missing_report+=("npm (node and npm run the schema validator test)")
   fi
-else
-  say "ajv: .tools/ has ${ajv_versions[*]}"
 fi
 
 # --- etcd --------------------------------------------------------------------
