@@ -35,7 +35,7 @@ CRIU_URL := https://deb.debian.org/debian/pool/main/c/criu/criu_$(CRIU_VERSION).
 # CAP_SYS_RESOURCE (this CI VM; the stock shim fails "failed to set OOM Score
 # on shim"). No gVisor code is committed.
 
-deps: ## install what is missing: apt packages (as root); containerd (go.mod's version), etcd v3.6 (hack/tools/etcd), CRIU ≥ 4.1 and gVisor's runsc (hack/tools/gvisor) built once into the machine-wide cache (SANDBOX_RESUME_CACHE) and linked into bin/; ajv into .tools/
+deps: ## install what is missing: apt packages (as root); containerd (go.mod's version), etcd v3.6 (hack/tools/etcd), CRIU ≥ 4.1 and gVisor's runsc (hack/tools/gvisor) built once into the machine-wide cache (SANDBOX_RESUME_CACHE) and linked into bin/; ajv likewise, linked as .tools/node_modules
 	@CRIU_VERSION=$(CRIU_VERSION) CRIU_SHA256=$(CRIU_SHA256) CRIU_URL=$(CRIU_URL) ./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
 
 # The release --version names: the nearest tag, else the commit (and -dirty).
