@@ -113,6 +113,7 @@ type ingester struct {
 	opts     Options
 	refusals []Refusal
 	m        *Manifest
+	sites    []MountSite // the mounts that ingested, with their pointers (Analyze)
 }
 
 func (in *ingester) refuse(ptr string, class Class, format string, args ...any) {

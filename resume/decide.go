@@ -15,6 +15,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -32,7 +33,9 @@ import (
 // runtime spec (--spec), nil when none is offered; SpecSource names it in
 // messages (a path). Check 10 compares it with the recorded spec and,
 // when it passes, the incarnation is created from it (docs/design.md
-// "Spec validation").
+// "Spec validation"). TrustRecordedSpec accepts a recorded spec and runtime
+// from another host without judging them (runspec.JudgeRecorded; an
+// operator's decision, docs/design.md "Hardening").
 type Request struct {
 	RefFile    []byte
 	RefSource  string
@@ -43,6 +46,8 @@ type Request struct {
 	TakeOver   bool
 	Spec       []byte
 	SpecSource string
+
+	TrustRecordedSpec bool
 }
 
 // InputError is an input file of the decision that cannot be read (it
@@ -103,10 +108,10 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // `/1` ref the spec Facts.BuildSpec builds as the previous release did —
 // and, without Request.Spec, requires that it decodes (a recorded spec
 // that does not is snapshot-missing; a built one that does not is
-// internal); with Request.Spec it runs CompareSpec(recorded, offered) with
+// internal); with Request.Spec it runs runspec.Compare(recorded, offered) with
 // the offered core's containerEnv and Facts.HostNamespace: an offered spec
 // that does not decode is bad-input, a recorded one snapshot-missing, and
-// a drift that SpecDriftRefused is spec-drift (exit 3); the verdict's
+// a drift that runspec.Refused is spec-drift (exit 3); the verdict's
 // SpecDrift holds the comparison.
 //
 // Every check is reported: "pass", "fail", or "skipped" after the first
@@ -220,11 +225,11 @@ type state struct {
 	hostID string      // this host's id (check 7)
 	cc     *claimCheck // what the claim check established and did
 
-	spec       []byte      // the recorded spec's bytes, read by check 9 (nil for a /1 ref)
-	createSpec []byte      // the spec check 10 let the incarnation be created from
-	offerSpec  bool        // createSpec is the offered --spec
-	specEdits  []string    // what PatchSpec changed (notApplied)
-	specDrift  []SpecDrift // check 10's comparison; nil when none ran
+	spec       []byte              // the recorded spec's bytes, read by check 9 (nil for a /1 ref)
+	createSpec []byte              // the spec check 10 let the incarnation be created from
+	offerSpec  bool                // createSpec is the offered --spec
+	specEdits  []string            // what runspec.Patch changed (notApplied)
+	specDrift  []runspec.SpecDrift // check 10's comparison; nil when none ran
 
 	// Set by Resume only: the claim check then runs Claim.
 	mat         Materializer
@@ -538,7 +543,7 @@ func (s *state) imageMetadata() (string, error) {
 	if !ok {
 		return "no " + envmanifest.ImageMetadataLabel + " label", nil
 	}
-	rs := envmanifest.CheckImageMetadata(label)
+	rs := envmanifest.CheckImageMetadataPolicy(label, s.ref.Policy)
 	if len(rs) == 0 {
 		return "its " + envmanifest.ImageMetadataLabel + " label passes", nil
 	}

@@ -62,7 +62,7 @@ func ExampleDecide() {
 		return
 	}
 	diff := []byte("the run's rootfs diff (zstd)")
-	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}`)
 	ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.IsPinned(),
 		Policy: []string{}, Host: host, Base: base, Created: "2026-11-30T17:00:00Z",
 		Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: facts.PutBlob(diff), Size: int64(len(diff)),

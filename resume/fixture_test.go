@@ -123,7 +123,7 @@ func newFixture(t testing.TB, config string) *fixture {
 		t.Fatal(err)
 	}
 	diff := []byte("zstd rootfs diff of " + testRun)
-	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}`)
 	fx.ref = snapshot.Ref{
 		Schema:     snapshot.RefSchema,
 		Run:        testRun,

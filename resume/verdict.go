@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 )
 
 // Check names, in the order Decide runs them (docs/design.md "Resume decision",
@@ -83,7 +84,7 @@ type CheckResult struct {
 // /config/Labels/devcontainer.metadata), sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
 // [] when empty. SpecDrift is check 10's comparison of an offered spec
-// with the recorded (or, for a `/1` ref, the built) one, CompareSpec's
+// with the recorded (or, for a `/1` ref, the built) one, runspec.Compare's
 // result: "specDrift"?, present exactly when a spec was offered and both
 // decoded ([] when nothing differs), every entry widening the recorded
 // spec plus the allowed bind-mount sources ("allowed": true).
@@ -113,7 +114,7 @@ type Verdict struct {
 	Refusals []envmanifest.Refusal
 	Drift    []DriftEntry
 	// SpecDrift is check 10's comparison (nil when no spec was compared).
-	SpecDrift  []SpecDrift
+	SpecDrift  []runspec.SpecDrift
 	Container  string
 	NotApplied []string
 	// Pid is the started task's process id (resume --start), 0 otherwise.
@@ -151,7 +152,7 @@ type verdictJSON struct {
 	Checks      []CheckResult         `json:"checks"`
 	Refusals    []envmanifest.Refusal `json:"refusals"`
 	Drift       []DriftEntry          `json:"drift"`
-	SpecDrift   *[]SpecDrift          `json:"specDrift,omitempty"`
+	SpecDrift   *[]runspec.SpecDrift  `json:"specDrift,omitempty"`
 	Container   string                `json:"container,omitempty"`
 	NotApplied  []string              `json:"notApplied,omitempty"`
 	Pid         uint32                `json:"pid,omitempty"`
@@ -230,7 +231,7 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 	if w.SpecDrift != nil {
 		v.SpecDrift = *w.SpecDrift
 		if v.SpecDrift == nil {
-			v.SpecDrift = []SpecDrift{}
+			v.SpecDrift = []runspec.SpecDrift{}
 		}
 	}
 	return nil

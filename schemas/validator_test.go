@@ -1067,7 +1067,9 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.otherHost {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
-		spec := []byte(`{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/a","options":["rbind"]}]}`)
+		// the namespaces of containerd's default spec: without them the
+		// recorded spec shares the host's and is judged (runspec.JudgeRecorded)
+		spec := []byte(`{"ociVersion":"1.2.0","linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]},"mounts":[{"destination":"/work","type":"bind","source":"/a","options":["rbind"]}]}`)
 		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
 			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
@@ -1121,8 +1123,8 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		"cross-host":        run(setup{otherHost: true}),
 		"image-unresolved":  run(setup{noImage: true}),
 		"snapshot-missing":  run(setup{noDiff: true}),
-		"spec-allowed":      run(setup{spec: `{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/b","options":["rbind"]}]}`}),
-		"spec-drift": run(setup{spec: `{"ociVersion":"1.2.0","process":{"capabilities":{"bounding":["CAP_SYS_ADMIN"]}},` +
+		"spec-allowed":      run(setup{spec: `{"ociVersion":"1.2.0","linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]},"mounts":[{"destination":"/work","type":"bind","source":"/tmp","options":["rbind"]}]}`}),
+		"spec-drift": run(setup{spec: `{"ociVersion":"1.2.0","process":{"capabilities":{"bounding":["CAP_SYS_ADMIN"]}},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]},` +
 			`"mounts":[{"destination":"/work","type":"bind","source":"/b","options":["rbind"]}]}`}),
 		"spec-bad-input": run(setup{spec: `{"ociVersion": 1}`}),
 		"image-metadata": run(setup{label: `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`}),

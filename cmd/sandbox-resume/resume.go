@@ -17,7 +17,7 @@ import (
 // decision").
 type resumeOptions struct {
 	ref, config, trust, lockfile, container, spec string
-	check, start, takeOver                        bool
+	check, start, takeOver, trustRecordedSpec     bool
 }
 
 // newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
@@ -32,7 +32,7 @@ type resumeOptions struct {
 func newResumeCmd(a *app) *cobra.Command {
 	var o resumeOptions
 	cmd := &cobra.Command{
-		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--lockfile F]",
+		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--trust-recorded-spec] [--lockfile F]",
 		Short: "Decide whether a suspended run may resume into the offered environment, and resume it",
 		Long: `Runs the resume checks (ref-parse, signature, ref-schema, ref-integrity,
 offered-ingest, manifest, host, image, snapshot, spec, claim) and prints each
@@ -62,6 +62,13 @@ generation, ref and fence, and the run goes live with it; a failure before
 the container exists releases the claim, and a claim lost meanwhile deletes
 the container (8). --take-over takes a live run from a lost holder (an
 operator's decision: the verdict names the fenced-out holder in takenOver).
+A recorded spec and runtime this ledger did not record from a suspend on this
+host are judged first: OCI hooks, every capability, a host namespace, a
+writable bind of /, a runtime given as a path, or runtime options beyond
+runc's SystemdCgroup, NoPivotRoot, NoNewKeyring, IoUid and IoGid (BinaryName,
+Root, CriuImagePath, CriuWorkPath, ShimCgroup, a runsc ConfigPath) are 3
+(spec-drift, "recorded spec from host X carries ..."), unless
+--trust-recorded-spec.
 --start starts the task detached — the recorded process, args, cwd, env and
 user — and reports its pid. A ref of the previous release (/1) records no
 spec: its container is made from the image config plus the containerEnv
@@ -81,7 +88,7 @@ listed in notApplied.`,
 			if err != nil {
 				return nil, err
 			}
-			req.TakeOver = o.takeOver
+			req.TakeOver, req.TrustRecordedSpec = o.takeOver, o.trustRecordedSpec
 			if o.spec != "" {
 				if req.Spec, err = os.ReadFile(o.spec); err != nil {
 					return nil, &resume.InputError{Path: o.spec, Err: err}
@@ -116,6 +123,7 @@ listed in notApplied.`,
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
 	f.BoolVar(&o.check, "check", false, "decide only: run the checks, write nothing (no claim, no container)")
 	f.BoolVar(&o.takeOver, "take-over", false, "take a live run from its holder (a lost host or container), fencing it out: an operator's decision")
+	f.BoolVar(&o.trustRecordedSpec, "trust-recorded-spec", false, "run a recorded spec and runtime options that another host recorded (hooks, privileged settings, shim paths) without judging them: an operator's decision")
 	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-g<generation+1>); not used by --check")
 	f.StringVar(&o.spec, "spec", "", "the OCI runtime spec (config.json) to run the incarnation with, checked against the recorded one")
 	f.BoolVar(&o.start, "start", false, "start the resumed container's task; needs a resume without --check")

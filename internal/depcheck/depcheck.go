@@ -120,6 +120,13 @@ var Layout = map[string]Place{
 	"ledger/fake":       {5, "ledger", Library},
 	"ledger/ledgertest": {5, "ledger", Library},
 
+	// runspec and envmanifest/adopt (docs/design.md "Layout": after host
+	// and ledger, before suspend, resume and migrate): placed at item 6,
+	// so they import only items 1–5 and never resume, suspend or migrate;
+	// resume imports runspec through extra.
+	"runspec":           {6, "runspec", Library},
+	"envmanifest/adopt": {6, "envmanifest/adopt", Library},
+
 	"migrate":                 {6, "migrate", Library},
 	"migrate/fake":            {6, "migrate", Library},
 	"snapshot/suspend":        {6, "suspend", Library},
@@ -145,12 +152,14 @@ var Layout = map[string]Place{
 
 // extra lists what a package may import beyond earlier items and its own
 // family: adapters import the packages whose seams they implement, schemas
-// imports resume for the verdict's types.
+// imports resume for the verdict's types, resume imports runspec (the spec
+// policy check 10 runs).
 var extra = map[string][]string{
 	"runtime/containerd": {"resume", "migrate"},
 	"ledger/bolt":        {"resume", "migrate"},
 	"ledger/etcd":        {"resume", "migrate"},
 	"schemas":            {"resume"},
+	"resume":             {"runspec"},
 }
 
 // Forbidden are the module paths (with everything under them) that no

@@ -48,6 +48,8 @@ func TestPlantedImportsFail(t *testing.T) {
 		{"an adapter imports suspend", "runtime/containerd", Module + "/snapshot/suspend", "adapters never import snapshot/suspend"},
 		{"a library imports test/", "schemas", Module + "/test/integration/harness", "nothing outside test/ imports test/"},
 		{"a fake imports a later item", "snapshot/fake", Module + "/snapshot/suspend", "imports only packages of earlier items"},
+		{"runspec imports migrate", "runspec", Module + "/migrate", "never import one another"},
+		{"adopt imports suspend", "envmanifest/adopt", Module + "/snapshot/suspend", "never import one another"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "planted.go")

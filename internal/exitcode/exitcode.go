@@ -36,7 +36,7 @@ var Codes = []CodeInfo{
 	{OK, "ok / resume accepted"},
 	{Internal, "internal, daemon, registry or ledger error (unreachable, locked, no quorum, bad credentials)"},
 	{Refused, "refused input: devcontainer.json, lockfile, image metadata, SnapshotRef, spec or archive does not ingest (also a config file or container that does not exist)"},
-	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one (spec-drift)"},
+	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one, or a recorded spec from another host carries hooks, privileged settings or runtime options this host does not run unless trusted (spec-drift)"},
 	{CrossHost, "unpinned cross-host claim"},
 	{Image, "image unresolved or drifted in the content store"},
 	{Untrusted, "signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest/adopt"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -64,11 +65,11 @@ func TestPinAgainstContainerd(t *testing.T) {
 	}{{"busybox:1", idx.Index}, {"busybox:single", single.Manifest}} {
 		cfg := writeAdopt(t, c.image)
 		var out struct {
-			Address string                `json:"address"`
-			Pinned  bool                  `json:"pinned"`
-			Changed bool                  `json:"changed"`
-			Edits   []envmanifest.PinEdit `json:"edits"`
-			Written string                `json:"written"`
+			Address string          `json:"address"`
+			Pinned  bool            `json:"pinned"`
+			Changed bool            `json:"changed"`
+			Edits   []adopt.PinEdit `json:"edits"`
+			Written string          `json:"written"`
 		}
 		mustCLI(t, a, "", &out, "pin", "--write", cfg)
 		got, _ := os.ReadFile(cfg)
@@ -100,8 +101,8 @@ func TestPinAgainstContainerd(t *testing.T) {
 		t.Errorf("lint of an absent name with a daemon: exit %d, want 5", code)
 	}
 	var lint struct {
-		OK    bool                     `json:"ok"`
-		Image *envmanifest.ImageReport `json:"image"`
+		OK    bool               `json:"ok"`
+		Image *adopt.ImageReport `json:"image"`
 	}
 	mustCLI(t, a, "", &lint, "lint", writeAdopt(t, "busybox:1"))
 	if !lint.OK || lint.Image == nil || lint.Image.Digest != idx.Index || lint.Image.Reference != idx.Name {

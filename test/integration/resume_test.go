@@ -187,7 +187,7 @@ func (s *suspended) writeConfig(t testing.TB, name, text string) string {
 
 // fixtureSpec is the runtime spec the hand-made refs of these tests record;
 // writeDiff stores it beside every diff.
-const fixtureSpec = `{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`
+const fixtureSpec = `{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}`
 
 // writeDiff writes blob, and the blob of fixtureSpec, into namespace ns of
 // d under the run lease, as suspend does (an unleased blob is collected).

@@ -1,4 +1,4 @@
-package resume_test
+package runspec_test
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 )
 
-var updateSpecRules = flag.Bool("update", false, "rewrite resume/testdata/speccheck/rules.json from resume.SpecRules")
+var updateSpecRules = flag.Bool("update", false, "rewrite runspec/testdata/speccheck/rules.json from runspec.Rules")
 
 const specCheckDir = "testdata/speccheck"
 
@@ -28,6 +28,7 @@ type specCases struct {
 	Base           string              `json:"base"`
 	ContainerEnv   map[string]string   `json:"containerEnv"`
 	HostNamespaces map[string][]string `json:"hostNamespaces"`
+	Reserved       []string            `json:"reserved"`
 	Cases          []specCase          `json:"cases"`
 }
 
@@ -88,8 +89,9 @@ func TestCompareSpecCases(t *testing.T) {
 	if len(sc.Cases) == 0 {
 		t.Fatal("no cases")
 	}
-	opts := resume.SpecOptions{
+	opts := runspec.Options{
 		ContainerEnv: sc.ContainerEnv,
+		Reserved:     sc.Reserved,
 		HostNamespace: func(nsType, path string) bool {
 			return slices.Contains(sc.HostNamespaces[nsType], path)
 		},
@@ -103,11 +105,11 @@ func TestCompareSpecCases(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			recorded := specSide(t, base, c.Recorded, c.RecordedText)
 			offered := specSide(t, base, c.Offered, c.OfferedText)
-			got, err := resume.CompareSpec(recorded, offered, opts)
+			got, err := runspec.Compare(recorded, offered, opts)
 			if c.Expect.Error != nil {
-				var se *resume.SpecError
-				if !errors.As(err, &se) || !errors.Is(err, resume.ErrSpecInvalid) {
-					t.Fatalf("err = %v, want a *SpecError wrapping ErrSpecInvalid", err)
+				var se *runspec.Error
+				if !errors.As(err, &se) || !errors.Is(err, runspec.ErrInvalid) {
+					t.Fatalf("err = %v, want a *Error wrapping ErrInvalid", err)
 				}
 				want := *c.Expect.Error
 				if se.Side != want.Side || se.Pointer != want.Pointer || se.Kind != want.Kind {
@@ -120,15 +122,15 @@ func TestCompareSpecCases(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("CompareSpec: %v", err)
+				t.Fatalf("Compare: %v", err)
 			}
 			if got == nil {
 				t.Error("drift is nil, want a non-nil slice")
 			}
-			if refused := resume.SpecDriftRefused(got); refused == c.Expect.Accepted {
-				t.Errorf("SpecDriftRefused = %v, want accepted = %v", refused, c.Expect.Accepted)
+			if refused := runspec.Refused(got); refused == c.Expect.Accepted {
+				t.Errorf("Refused = %v, want accepted = %v", refused, c.Expect.Accepted)
 			}
-			want := make([]resume.SpecDrift, len(c.Expect.SpecDrift))
+			want := make([]runspec.SpecDrift, len(c.Expect.SpecDrift))
 			for i, raw := range c.Expect.SpecDrift {
 				decodeNumbers(t, raw, &want[i])
 			}
@@ -289,7 +291,7 @@ func removeMember(removed *any) func(parent any, tok string) (any, error) {
 // sameSpecDrift compares entries in order: pointers and allowed exactly,
 // values as parsed JSON with numbers as their exact text, an absent value
 // only equal to an absent one.
-func sameSpecDrift(t *testing.T, got, want []resume.SpecDrift) bool {
+func sameSpecDrift(t *testing.T, got, want []runspec.SpecDrift) bool {
 	t.Helper()
 	if len(got) != len(want) {
 		return false
@@ -320,7 +322,7 @@ func sameJSON(t *testing.T, a, b json.RawMessage) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
-func driftJSON(d []resume.SpecDrift) string {
+func driftJSON(d []runspec.SpecDrift) string {
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return err.Error()
@@ -336,14 +338,14 @@ func TestCompareSpecExactNumbersNotRounded(t *testing.T) {
 	spec := func(v string) []byte {
 		return []byte(`{"ociVersion":"1.3.0","process":{"rlimits":[{"type":"RLIMIT_NOFILE","hard":` + v + `,"soft":1024}]}}`)
 	}
-	d, err := resume.CompareSpec(spec("9007199254740993"), spec("9007199254740992"), resume.SpecOptions{})
+	d, err := runspec.Compare(spec("9007199254740993"), spec("9007199254740992"), runspec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(d) != 1 || d[0].Pointer != "/process/rlimits/0/hard" || string(d[0].Recorded) != "9007199254740993" || string(d[0].Offered) != "9007199254740992" {
 		t.Fatalf("drift = %s", driftJSON(d))
 	}
-	d, err = resume.CompareSpec(spec("18446744073709551615"), spec("18446744073709551615"), resume.SpecOptions{})
+	d, err = runspec.Compare(spec("18446744073709551615"), spec("18446744073709551615"), runspec.Options{})
 	if err != nil || len(d) != 0 {
 		t.Fatalf("drift = %s, err = %v; want none", driftJSON(d), err)
 	}
@@ -353,27 +355,27 @@ func TestCompareSpecExactNumbersNotRounded(t *testing.T) {
 // offered namespace path is drift, even one equal to the recorded path.
 func TestCompareSpecNilHostNamespaceFailsClosed(t *testing.T) {
 	spec := []byte(`{"ociVersion":"1.3.0","linux":{"namespaces":[{"type":"network","path":"/var/run/netns/a"}]}}`)
-	d, err := resume.CompareSpec(spec, spec, resume.SpecOptions{})
+	d, err := runspec.Compare(spec, spec, runspec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d) != 1 || d[0].Pointer != "/linux/namespaces/0/path" || !resume.SpecDriftRefused(d) {
+	if len(d) != 1 || d[0].Pointer != "/linux/namespaces/0/path" || !runspec.Refused(d) {
 		t.Fatalf("drift = %s", driftJSON(d))
 	}
 }
 
 // TestCompareSpecErrorText names the side, the pointer and the kind.
 func TestCompareSpecErrorText(t *testing.T) {
-	_, err := resume.CompareSpec([]byte(`{"ociVersion":"1.3.0"}`), []byte(`{"ociVersion":"1.3.0","process":{"user":{"uid":"0"}}}`), resume.SpecOptions{})
+	_, err := runspec.Compare([]byte(`{"ociVersion":"1.3.0"}`), []byte(`{"ociVersion":"1.3.0","process":{"user":{"uid":"0"}}}`), runspec.Options{})
 	if err == nil || err.Error() != "offered spec: /process/user/uid: type: must be an integer (uint32), not string" {
 		t.Fatalf("err = %v", err)
 	}
 }
 
-// TestSpecRulesPublished: testdata/speccheck/rules.json is SpecRules as
+// TestSpecRulesPublished: testdata/speccheck/rules.json is Rules as
 // JSON (rewrite it with -update).
 func TestSpecRulesPublished(t *testing.T) {
-	got, err := json.MarshalIndent(resume.SpecRules(), "", "  ")
+	got, err := json.MarshalIndent(runspec.Rules(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +391,7 @@ func TestSpecRulesPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: run go test ./resume -run TestSpecRulesPublished -update", path)
+		t.Fatalf("%s is stale: run go test ./runspec -run TestSpecRulesPublished -update", path)
 	}
 }
 
@@ -398,14 +400,15 @@ func TestSpecRulesPublished(t *testing.T) {
 // "equal" or "may-differ" row repeating its rule.
 func TestSpecRulesTable(t *testing.T) {
 	rules := map[string]bool{
-		resume.SpecRuleEqual: true, resume.SpecRuleMayDiffer: true, resume.SpecRuleMembers: true,
-		resume.SpecRuleSet: true, resume.SpecRuleKeyedSet: true, resume.SpecRuleOrdered: true,
-		resume.SpecRuleBindSource: true, resume.SpecRuleNamespacePath: true, resume.SpecRuleEnv: true,
+		runspec.RuleEqual: true, runspec.RuleMayDiffer: true, runspec.RuleMembers: true,
+		runspec.RuleSet: true, runspec.RuleKeyedSet: true, runspec.RuleOrdered: true,
+		runspec.RuleBindSource: true, runspec.RuleNamespacePath: true, runspec.RuleEnv: true,
+		runspec.RuleListed: true,
 	}
 	types := map[string]bool{"object": true, "array": true, "string": true, "boolean": true,
 		"int32": true, "int64": true, "uint16": true, "uint32": true, "uint64": true}
-	byPtr := map[string]resume.SpecRule{}
-	for _, r := range resume.SpecRules() {
+	byPtr := map[string]runspec.Rule{}
+	for _, r := range runspec.Rules() {
 		if _, dup := byPtr[r.Pointer]; dup {
 			t.Errorf("%q: repeated", r.Pointer)
 		}
@@ -413,7 +416,7 @@ func TestSpecRulesTable(t *testing.T) {
 		if !rules[r.Rule] || !types[r.Type] {
 			t.Errorf("%q: rule %q, type %q", r.Pointer, r.Rule, r.Type)
 		}
-		if (r.Rule == resume.SpecRuleKeyedSet) != (r.Key != "") {
+		if (r.Rule == runspec.RuleKeyedSet) != (r.Key != "") {
 			t.Errorf("%q: key %q with rule %q", r.Pointer, r.Key, r.Rule)
 		}
 		if r.Pointer == "" {
@@ -424,7 +427,7 @@ func TestSpecRulesTable(t *testing.T) {
 			t.Errorf("%q: no parent row before it", r.Pointer)
 			continue
 		}
-		if (parent.Rule == resume.SpecRuleEqual || parent.Rule == resume.SpecRuleMayDiffer) && r.Rule != parent.Rule {
+		if (parent.Rule == runspec.RuleEqual || parent.Rule == runspec.RuleMayDiffer) && r.Rule != parent.Rule {
 			t.Errorf("%q: rule %q below a %q row", r.Pointer, r.Rule, parent.Rule)
 		}
 	}
@@ -436,81 +439,83 @@ func TestSpecRulesTable(t *testing.T) {
 func TestSpecRulesFollowDesign(t *testing.T) {
 	want := map[string]string{
 		"/process/user/uid": "equal", "/process/user/gid": "equal", "/process/user/umask": "equal",
-		"/process/user/additionalGids":           "set",
-		"/process/capabilities/bounding":         "set",
-		"/process/capabilities/effective":        "set",
-		"/process/capabilities/inheritable":      "set",
-		"/process/capabilities/permitted":        "set",
-		"/process/capabilities/ambient":          "set",
-		"/process/noNewPrivileges":               "equal",
-		"/process/apparmorProfile":               "equal",
-		"/process/selinuxLabel":                  "equal",
-		"/process/rlimits":                       "keyed-set",
-		"/process/oomScoreAdj":                   "equal",
-		"/root/readonly":                         "equal",
-		"/hooks":                                 "equal",
-		"/linux/namespaces":                      "keyed-set",
-		"/linux/namespaces/*/path":               "namespace-path",
-		"/linux/uidMappings":                     "set",
-		"/linux/gidMappings":                     "set",
-		"/linux/seccomp":                         "equal",
-		"/linux/devices":                         "keyed-set",
-		"/linux/resources/devices":               "equal",
-		"/linux/maskedPaths":                     "set",
-		"/linux/readonlyPaths":                   "set",
-		"/linux/sysctl":                          "equal",
-		"/linux/mountLabel":                      "equal",
-		"/linux/intelRdt":                        "equal",
-		"/linux/personality":                     "equal",
-		"/annotations/org.systemd.*":             "equal",
-		"/annotations/run.oci.*":                 "equal",
-		"/annotations/io.containerd.*":           "equal",
-		"/annotations/io.kubernetes.*":           "equal",
-		"/annotations/io.sandbox-resume.*":       "equal",
-		"/mounts":                                "ordered",
-		"/mounts/*/destination":                  "equal",
-		"/mounts/*/type":                         "equal",
-		"/mounts/*/options":                      "equal",
-		"/mounts/*/source":                       "bind-source",
-		"/ociVersion":                            "may-differ",
-		"/process/args":                          "may-differ",
-		"/process/cwd":                           "may-differ",
-		"/process/terminal":                      "may-differ",
-		"/process/consoleSize":                   "may-differ",
-		"/process/env":                           "env",
-		"/hostname":                              "may-differ",
-		"/domainname":                            "may-differ",
-		"/annotations/*":                         "may-differ",
-		"/linux/resources/memory":                "may-differ",
-		"/linux/resources/cpu":                   "may-differ",
-		"/linux/resources/pids":                  "may-differ",
-		"/linux/resources/blockIO":               "may-differ",
-		"/linux/resources/hugepageLimits":        "may-differ",
-		"/linux/resources/network":               "may-differ",
-		"/linux/resources/rdma":                  "may-differ",
-		"/linux/resources/unified":               "may-differ",
-		"/root/path":                             "may-differ",
-		"/linux/cgroupsPath":                     "may-differ",
-		"":                                       "members",
-		"/process":                               "members",
-		"/linux":                                 "members",
-		"/linux/resources":                       "members",
-		"/process/capabilities":                  "members",
-		"/process/user":                          "members",
-		"/root":                                  "members",
-		"/annotations":                           "members",
-		"/mounts/*":                              "members",
-		"/linux/namespaces/*":                    "members",
-		"/process/rlimits/*":                     "equal",
-		"/linux/devices/*":                       "equal",
-		"/linux/uidMappings/*":                   "equal",
-		"/linux/resources/devices/*":             "equal",
-		"/process/capabilities/bounding/*":       "equal",
-		"/linux/seccomp/syscalls/*/args/*":       "equal",
-		"/linux/seccomp/syscalls/*/args/*/value": "equal",
+		"/process/user/additionalGids":            "set",
+		"/process/capabilities/bounding":          "set",
+		"/process/capabilities/effective":         "set",
+		"/process/capabilities/inheritable":       "set",
+		"/process/capabilities/permitted":         "set",
+		"/process/capabilities/ambient":           "set",
+		"/process/noNewPrivileges":                "equal",
+		"/process/apparmorProfile":                "equal",
+		"/process/selinuxLabel":                   "equal",
+		"/process/rlimits":                        "keyed-set",
+		"/process/oomScoreAdj":                    "equal",
+		"/root/readonly":                          "equal",
+		"/hooks":                                  "equal",
+		"/linux/namespaces":                       "keyed-set",
+		"/linux/namespaces/*/path":                "namespace-path",
+		"/linux/uidMappings":                      "set",
+		"/linux/gidMappings":                      "set",
+		"/linux/seccomp":                          "equal",
+		"/linux/devices":                          "keyed-set",
+		"/linux/resources/devices":                "equal",
+		"/linux/maskedPaths":                      "set",
+		"/linux/readonlyPaths":                    "set",
+		"/linux/sysctl":                           "equal",
+		"/linux/mountLabel":                       "equal",
+		"/linux/intelRdt":                         "equal",
+		"/linux/personality":                      "equal",
+		"/annotations/org.systemd.*":              "equal",
+		"/annotations/run.oci.*":                  "equal",
+		"/annotations/io.containerd.*":            "equal",
+		"/annotations/io.kubernetes.*":            "equal",
+		"/annotations/io.sandbox-resume.*":        "equal",
+		"/mounts":                                 "ordered",
+		"/mounts/*/destination":                   "equal",
+		"/mounts/*/type":                          "equal",
+		"/mounts/*/options":                       "equal",
+		"/mounts/*/source":                        "bind-source",
+		"/ociVersion":                             "may-differ",
+		"/process/args":                           "may-differ",
+		"/process/cwd":                            "may-differ",
+		"/process/terminal":                       "may-differ",
+		"/process/consoleSize":                    "may-differ",
+		"/process/env":                            "env",
+		"/hostname":                               "may-differ",
+		"/domainname":                             "may-differ",
+		"/annotations/*":                          "equal",
+		"/annotations/org.opencontainers.image.*": "listed",
+		"/annotations/io.sandbox-resume.note.*":   "listed",
+		"/linux/resources/memory":                 "may-differ",
+		"/linux/resources/cpu":                    "may-differ",
+		"/linux/resources/pids":                   "may-differ",
+		"/linux/resources/blockIO":                "may-differ",
+		"/linux/resources/hugepageLimits":         "may-differ",
+		"/linux/resources/network":                "may-differ",
+		"/linux/resources/rdma":                   "may-differ",
+		"/linux/resources/unified":                "may-differ",
+		"/root/path":                              "may-differ",
+		"/linux/cgroupsPath":                      "may-differ",
+		"":                                        "members",
+		"/process":                                "members",
+		"/linux":                                  "members",
+		"/linux/resources":                        "members",
+		"/process/capabilities":                   "members",
+		"/process/user":                           "members",
+		"/root":                                   "members",
+		"/annotations":                            "members",
+		"/mounts/*":                               "members",
+		"/linux/namespaces/*":                     "members",
+		"/process/rlimits/*":                      "equal",
+		"/linux/devices/*":                        "equal",
+		"/linux/uidMappings/*":                    "equal",
+		"/linux/resources/devices/*":              "equal",
+		"/process/capabilities/bounding/*":        "equal",
+		"/linux/seccomp/syscalls/*/args/*":        "equal",
+		"/linux/seccomp/syscalls/*/args/*/value":  "equal",
 	}
-	have := map[string]resume.SpecRule{}
-	for _, r := range resume.SpecRules() {
+	have := map[string]runspec.Rule{}
+	for _, r := range runspec.Rules() {
 		have[r.Pointer] = r
 	}
 	for ptr, rule := range want {
@@ -527,28 +532,28 @@ func TestSpecRulesFollowDesign(t *testing.T) {
 // own namespace file is the host's, and anything it cannot stat fails
 // closed.
 func TestHostPID1Namespace(t *testing.T) {
-	if !resume.HostPID1Namespace("pid", filepath.Join(t.TempDir(), "missing")) {
+	if !runspec.HostPID1Namespace("pid", filepath.Join(t.TempDir(), "missing")) {
 		t.Error("a path that cannot be stat'ed must count as the host's")
 	}
-	if !resume.HostPID1Namespace("no-such-type", "/proc/1/ns/pid") {
+	if !runspec.HostPID1Namespace("no-such-type", "/proc/1/ns/pid") {
 		t.Error("an unknown type must count as the host's")
 	}
 	if _, err := os.Stat("/proc/1/ns/net"); err != nil {
 		t.Skipf("cannot stat /proc/1/ns/net here (%v); the remaining checks need it", err)
 	}
-	if !resume.HostPID1Namespace("network", "/proc/1/ns/net") {
+	if !runspec.HostPID1Namespace("network", "/proc/1/ns/net") {
 		t.Error("/proc/1/ns/net is pid 1's network namespace")
 	}
 	f := filepath.Join(t.TempDir(), "not-a-namespace")
 	if err := os.WriteFile(f, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if resume.HostPID1Namespace("network", f) {
+	if runspec.HostPID1Namespace("network", f) {
 		t.Error("a regular file is not pid 1's namespace")
 	}
 }
 
-// FuzzCompareSpec: no panic on any input; a failure is a *SpecError; and
+// FuzzCompareSpec: no panic on any input; a failure is a *Error; and
 // any spec that decodes, compared with itself, has no drift.
 func FuzzCompareSpec(f *testing.F) {
 	base, err := os.ReadFile(filepath.Join(specCheckDir, "base.json"))
@@ -560,12 +565,12 @@ func FuzzCompareSpec(f *testing.F) {
 		`{"ociVersion":"1","x":[{},null,[]]}`, `{"ociVersion":"1","process":{"user":{"uid":1.5}}}`, `[]`} {
 		f.Add([]byte(s))
 	}
-	opts := resume.SpecOptions{HostNamespace: func(string, string) bool { return false }}
+	opts := runspec.Options{HostNamespace: func(string, string) bool { return false }}
 	f.Fuzz(func(t *testing.T, spec []byte) {
-		d, err := resume.CompareSpec(spec, spec, opts)
+		d, err := runspec.Compare(spec, spec, opts)
 		if err != nil {
-			var se *resume.SpecError
-			if !errors.As(err, &se) || se.Side != resume.SpecRecorded {
+			var se *runspec.Error
+			if !errors.As(err, &se) || se.Side != runspec.SideRecorded {
 				t.Fatalf("err = %v", err)
 			}
 			return

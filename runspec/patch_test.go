@@ -1,11 +1,11 @@
-package resume_test
+package runspec_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 )
 
 func TestCgroupsPath(t *testing.T) {
@@ -18,14 +18,14 @@ func TestCgroupsPath(t *testing.T) {
 		{"/x:y:z", "/ns/new"},
 		{"a:b", "/ns/new"},
 	} {
-		if got := resume.CgroupsPath(tc.recorded, "ns", "new"); got != tc.want {
+		if got := runspec.CgroupsPath(tc.recorded, "ns", "new"); got != tc.want {
 			t.Errorf("CgroupsPath(%q) = %q, want %q", tc.recorded, got, tc.want)
 		}
 	}
 }
 
 func TestPatchSpec(t *testing.T) {
-	e := resume.SpecEdit{RootPath: resume.BundleRootfs, Namespace: "ns", ID: "run-g2", DropNamespacePaths: true}
+	e := runspec.Edit{RootPath: runspec.BundleRootfs, Namespace: "ns", ID: "run-g2", DropNamespacePaths: true}
 	for _, tc := range []struct {
 		name, in, want string
 		notApplied     []string
@@ -43,7 +43,7 @@ func TestPatchSpec(t *testing.T) {
 			`{"ociVersion":"1","linux":{"namespaces":[{"type":"network"},{"type":"pid"},{"type":"ipc"}],"cgroupsPath":"s.slice:p:run-g2"},"root":{"path":"rootfs"}}`,
 			[]string{"/linux/namespaces/0/path", "/linux/namespaces/2/path"}},
 	} {
-		out, na, err := resume.PatchSpec([]byte(tc.in), e)
+		out, na, err := runspec.Patch([]byte(tc.in), e)
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -58,13 +58,13 @@ func TestPatchSpec(t *testing.T) {
 	// An offered spec keeps its namespace paths.
 	keep := e
 	keep.DropNamespacePaths = false
-	out, na, err := resume.PatchSpec([]byte(`{"ociVersion":"1","linux":{"namespaces":[{"type":"network","path":"/run/netns/a"}]}}`), keep)
+	out, na, err := runspec.Patch([]byte(`{"ociVersion":"1","linux":{"namespaces":[{"type":"network","path":"/run/netns/a"}]}}`), keep)
 	if err != nil || !strings.Contains(string(out), `"path":"/run/netns/a"`) || len(na) != 0 {
 		t.Errorf("offered spec: %s %v %v", out, na, err)
 	}
 	for _, bad := range []string{`[]`, `{"ociVersion":"1","root":"x"}`, `{"ociVersion":"1","linux":{"cgroupsPath":1}}`, `{"ociVersion":"1","linux":{"namespaces":{}}}`, `{"a":1} {}`, `{"a":`} {
-		if _, _, err := resume.PatchSpec([]byte(bad), e); err == nil {
-			t.Errorf("PatchSpec(%s) accepted", bad)
+		if _, _, err := runspec.Patch([]byte(bad), e); err == nil {
+			t.Errorf("Patch(%s) accepted", bad)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package resume
+package runspec
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 // container's snapshot ("rootfs", containerd's default spec's).
 const BundleRootfs = "rootfs"
 
-// SpecEdit says how PatchSpec edits a runtime spec for a new container
+// Edit says how Patch edits a runtime spec for a new container
 // (docs/design.md "Materialize").
-type SpecEdit struct {
+type Edit struct {
 	// RootPath is the new root.path (BundleRootfs).
 	RootPath string
 	// Namespace and ID are the containerd namespace and id of the new
@@ -45,7 +45,7 @@ func CgroupsPath(recorded, ns, id string) string {
 	return "/" + ns + "/" + id
 }
 
-// PatchSpec returns the OCI runtime spec spec (JSON that check 10
+// Patch returns the OCI runtime spec spec (JSON that check 10
 // decoded) edited for a new container, as JSON: every member it does not
 // edit keeps its bytes, in its place (a spec is never decoded into a Go
 // struct and encoded again, which would drop the members the struct does
@@ -58,8 +58,8 @@ func CgroupsPath(recorded, ns, id string) string {
 // It also returns the JSON Pointers the verdict lists in notApplied: of
 // process.terminal when it was not false, and of each namespace path
 // removed. An error names the pointer of a member that does not have the
-// runtime spec's type (CompareSpec would have refused it).
-func PatchSpec(spec []byte, e SpecEdit) ([]byte, []string, error) {
+// runtime spec's type (Compare would have refused it).
+func Patch(spec []byte, e Edit) ([]byte, []string, error) {
 	top, err := parseObject(spec, "")
 	if err != nil {
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package envmanifest
+package adopt
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	"github.com/tailscale/hujson"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
 // PinEdit is one change pin makes to a devcontainer.json (docs/design.md
@@ -35,7 +37,7 @@ type ImageResolver func(ctx context.Context, ref string) (digest.Digest, error)
 type PinOptions struct {
 	// Options are the ingestion options (lockfile, reserved names); Path
 	// names the file, which Write rewrites.
-	Options
+	envmanifest.Options
 	// Write rewrites Path in place, atomically (temp file, fsync, rename),
 	// when anything changed.
 	Write bool
@@ -54,7 +56,7 @@ type PinResult struct {
 	Document []byte
 	Changed  bool
 	Written  bool
-	Manifest *Manifest
+	Manifest *envmanifest.Manifest
 }
 
 // PinFile reads the devcontainer.json at path and pins it with opts.Path
@@ -87,7 +89,7 @@ func Pin(ctx context.Context, data []byte, opts PinOptions) (*PinResult, error) 
 	if src == "" {
 		src = "-"
 	}
-	m, err := Ingest(data, opts.Options)
+	m, err := envmanifest.Ingest(data, opts.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +118,7 @@ func Pin(ctx context.Context, data []byte, opts PinOptions) (*PinResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
-	pinned, err := Ingest(out, opts.Options)
+	pinned, err := envmanifest.Ingest(out, opts.Options)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the pinned document does not ingest: %w", src, err)
 	}
@@ -162,76 +164,76 @@ func imageDigested(image string) bool {
 // each feature that cannot be pinned, at its pointer: no lockfile entry (or
 // no lockfile) is "lockfile", a tarball or local feature is
 // "invalid-value". An invalid imageDigest is an error.
-func PlanPin(data []byte, opts Options, imageDigest digest.Digest) ([]PinEdit, error) {
+func PlanPin(data []byte, opts envmanifest.Options, imageDigest digest.Digest) ([]PinEdit, error) {
 	src := opts.Path
 	if src == "" {
 		src = "-"
 	}
-	p, err := ingestParts(data, opts)
+	p, err := envmanifest.Analyze(data, opts)
 	if err != nil {
 		return nil, err
 	}
-	if len(p.refusals) > 0 {
-		return nil, &RefusedError{Source: src, Refusals: p.refusals}
+	if len(p.Refusals) > 0 {
+		return nil, &envmanifest.RefusedError{Source: src, Refusals: p.Refusals}
 	}
 	var edits []PinEdit
-	var refusals []Refusal
-	if img := p.root.Get("image"); !p.m.Core.ImagePinned() {
-		named, err := reference.ParseNormalizedNamed(img.Str)
+	var refusals []envmanifest.Refusal
+	if img := p.Image; !p.Manifest.Core.ImagePinned() {
+		named, err := reference.ParseNormalizedNamed(img)
 		if err != nil {
 			return nil, fmt.Errorf("%s: /image: %w", src, err) // not reached: ingested
 		}
 		if d, ok := named.(reference.Digested); ok {
-			refusals = append(refusals, Refusal{Pointer: img.Pointer, Class: ClassInvalidValue,
-				Message: fmt.Sprintf("image %q carries a %s digest, and pinned means sha256: write it as name:tag and pin again", img.Str, d.Digest().Algorithm())})
+			refusals = append(refusals, envmanifest.Refusal{Pointer: "/image", Class: envmanifest.ClassInvalidValue,
+				Message: fmt.Sprintf("image %q carries a %s digest, and pinned means sha256: write it as name:tag and pin again", img, d.Digest().Algorithm())})
 		} else {
 			if err := imageDigest.Validate(); err != nil || imageDigest.Algorithm() != digest.SHA256 {
-				return nil, fmt.Errorf("%s: image %s resolved to %q, not a sha256 digest", src, p.m.Core.Image, imageDigest)
+				return nil, fmt.Errorf("%s: image %s resolved to %q, not a sha256 digest", src, p.Manifest.Core.Image, imageDigest)
 			}
-			written := img.Str
+			written := img
 			if _, tagged := named.(reference.Tagged); !tagged {
 				written += ":latest"
 			}
-			edits = append(edits, PinEdit{Pointer: img.Pointer, Old: img.Str, New: written + "@" + imageDigest.String()})
+			edits = append(edits, PinEdit{Pointer: "/image", Old: img, New: written + "@" + imageDigest.String()})
 		}
 	}
-	for _, s := range p.featureSites() {
-		if (Feature{ID: s.id}).IsPinned() {
+	for _, s := range p.Features {
+		if (envmanifest.Feature{ID: s.ID}).IsPinned() {
 			continue // the key itself carries the digest
 		}
 		switch {
-		case s.kind == featureTarball:
-			refusals = append(refusals, Refusal{Pointer: s.ptr, Class: ClassInvalidValue,
-				Message: fmt.Sprintf("feature %q is a tarball, which cannot be digest-addressed: publish it to an OCI registry and declare it by digest", s.key)})
-		case s.kind == featureLocal:
-			refusals = append(refusals, Refusal{Pointer: s.ptr, Class: ClassInvalidValue,
-				Message: fmt.Sprintf("feature %q is a local folder, which cannot be digest-addressed: publish it to an OCI registry and declare it by digest", s.key)})
-		case p.lock == nil:
-			refusals = append(refusals, Refusal{Pointer: s.ptr, Class: ClassLockfile,
-				Message: fmt.Sprintf("feature %q is by tag and there is no lockfile (%s): write one with the reference CLI (devcontainer upgrade --workspace-folder .) or name it with --lockfile", s.key, lockfileWhere(opts))})
-		case s.resolved == "":
-			refusals = append(refusals, Refusal{Pointer: s.ptr, Class: ClassLockfile,
-				Message: fmt.Sprintf("feature %q has no entry in lockfile %s: regenerate it with the reference CLI (devcontainer upgrade --workspace-folder .)", s.key, p.lock.path)})
+		case s.Kind == envmanifest.FeatureTarball:
+			refusals = append(refusals, envmanifest.Refusal{Pointer: s.Pointer, Class: envmanifest.ClassInvalidValue,
+				Message: fmt.Sprintf("feature %q is a tarball, which cannot be digest-addressed: publish it to an OCI registry and declare it by digest", s.Key)})
+		case s.Kind == envmanifest.FeatureLocal:
+			refusals = append(refusals, envmanifest.Refusal{Pointer: s.Pointer, Class: envmanifest.ClassInvalidValue,
+				Message: fmt.Sprintf("feature %q is a local folder, which cannot be digest-addressed: publish it to an OCI registry and declare it by digest", s.Key)})
+		case p.Lockfile == "":
+			refusals = append(refusals, envmanifest.Refusal{Pointer: s.Pointer, Class: envmanifest.ClassLockfile,
+				Message: fmt.Sprintf("feature %q is by tag and there is no lockfile (%s): write one with the reference CLI (devcontainer upgrade --workspace-folder .) or name it with --lockfile", s.Key, lockfileWhere(opts))})
+		case s.Resolved == "":
+			refusals = append(refusals, envmanifest.Refusal{Pointer: s.Pointer, Class: envmanifest.ClassLockfile,
+				Message: fmt.Sprintf("feature %q has no entry in lockfile %s: regenerate it with the reference CLI (devcontainer upgrade --workspace-folder .)", s.Key, p.Lockfile)})
 		default:
-			edits = append(edits, PinEdit{Pointer: s.ptr, Key: true, Old: s.key, New: s.resolved})
+			edits = append(edits, PinEdit{Pointer: s.Pointer, Key: true, Old: s.Key, New: s.Resolved})
 		}
 	}
 	if len(refusals) > 0 {
-		SortRefusals(refusals)
-		return nil, &RefusedError{Source: src, Refusals: refusals}
+		envmanifest.SortRefusals(refusals)
+		return nil, &envmanifest.RefusedError{Source: src, Refusals: refusals}
 	}
 	return edits, nil
 }
 
 // lockfileWhere names where a lockfile was looked for.
-func lockfileWhere(opts Options) string {
+func lockfileWhere(opts envmanifest.Options) string {
 	switch {
 	case opts.Lockfile != "":
 		return opts.Lockfile
 	case opts.Path == "":
 		return "stdin: discovery is off"
 	}
-	return LockfilePathFor(opts.Path) + " does not exist"
+	return envmanifest.LockfilePathFor(opts.Path) + " does not exist"
 }
 
 // errPinEdit says an edit does not match the document.

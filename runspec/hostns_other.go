@@ -1,6 +1,6 @@
 //go:build !linux
 
-package resume
+package runspec
 
 // HostPID1Namespace reports whether path names the namespace of type
 // nsType that this host's pid 1 is in (docs/design.md "Spec validation",

@@ -1,4 +1,4 @@
-package envmanifest
+package adopt
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
 // goImageDigest is what TestPinGolden's resolver answers for the go
@@ -43,8 +45,8 @@ func TestPinGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Path: filepath.Join(dir, "devcontainer.json")}
-	before, err := Ingest(data, opts)
+	opts := envmanifest.Options{Path: filepath.Join(dir, "devcontainer.json")}
+	before, err := envmanifest.Ingest(data, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestPinGolden(t *testing.T) {
 	}
 	// The pinned file ingests the same without the lockfile: it is the
 	// declaration now, not the lockfile, that pins the features.
-	alone, err := Ingest(res.Document, Options{})
+	alone, err := envmanifest.Ingest(res.Document, envmanifest.Options{})
 	if err != nil || alone.Address != res.Manifest.Address {
 		t.Errorf("without the lockfile: %v, address %v, want %s", err, alone, res.Manifest.Address)
 	}
@@ -97,7 +99,7 @@ func TestApplyPinKeepsBytes(t *testing.T) {
 	lock := fmt.Sprintf(`{"features": {
 		"ghcr.io/devcontainers/features/node:1": {"resolved": "ghcr.io/devcontainers/features/node@sha256:%[1]s", "integrity": "sha256:%[1]s"},
 		"node": {"resolved": "ghcr.io/devcontainers/features/node@sha256:%[1]s", "integrity": "sha256:%[1]s"}}}`, strings.Repeat("2", 64))
-	if err := os.WriteFile(filepath.Join(dir, LockfileName), []byte(lock), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, envmanifest.LockfileName), []byte(lock), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Two keys naming one feature are refused; keep one of each document.
@@ -154,10 +156,10 @@ func TestPinRefusals(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(dir, "x"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Pin(context.Background(), []byte(c.doc), PinOptions{Options: Options{Path: filepath.Join(dir, "devcontainer.json")}, Resolve: resolve})
-			var re *RefusedError
+			_, err := Pin(context.Background(), []byte(c.doc), PinOptions{Options: envmanifest.Options{Path: filepath.Join(dir, "devcontainer.json")}, Resolve: resolve})
+			var re *envmanifest.RefusedError
 			if !errors.As(err, &re) {
-				t.Fatalf("%v, want a *RefusedError", err)
+				t.Fatalf("%v, want a *envmanifest.RefusedError", err)
 			}
 			var got []string
 			for _, r := range re.Refusals {

@@ -1,4 +1,4 @@
-package envmanifest
+package adopt
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/tailscale/hujson"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
 // jsoncBOM is the UTF-8 byte order mark Decode strips (one, leading).
@@ -116,7 +118,7 @@ func fixDocument(data []byte, refusals []LintRefusal) ([]byte, []Removal, error)
 	type action struct {
 		fix     FixAction
 		because string
-		class   Class
+		class   envmanifest.Class
 	}
 	acts := map[string]action{}
 	for _, r := range refusals {

@@ -1,4 +1,4 @@
-package resume
+package runspec
 
 import (
 	"os"
@@ -21,7 +21,7 @@ var nsProcNames = map[string]string{
 // HostPID1Namespace reports whether path names the namespace of type
 // nsType (an OCI namespace type) that this host's pid 1 is in: whether it
 // has the device and inode of /proc/1/ns/<name> (docs/design.md "Spec
-// validation", check 10). It is SpecOptions.HostNamespace for a real
+// validation", check 10). It is Options.HostNamespace for a real
 // host. It fails closed: an unknown type, or a path or /proc/1/ns entry it
 // cannot stat, is reported as the host's.
 func HostPID1Namespace(nsType, path string) bool {

@@ -1,4 +1,4 @@
-package envmanifest
+package adopt
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 )
 
 // TestAdviceTable checks the table itself: one row per key, every
@@ -32,13 +34,13 @@ func TestAdviceTable(t *testing.T) {
 			t.Errorf("advice table: %q %s: advice %q is too thin to act on", r.Property, r.Class, r.Advice)
 		}
 	}
-	for _, p := range propertyTable {
-		var c Class
+	for _, p := range envmanifest.Properties() {
+		var c envmanifest.Class
 		switch p.Class {
-		case PropExecutesOrWidens:
-			c = ClassExecutesOrWidens
-		case PropChangesWhatRuns:
-			c = ClassChangesWhatRuns
+		case envmanifest.PropExecutesOrWidens:
+			c = envmanifest.ClassExecutesOrWidens
+		case envmanifest.PropChangesWhatRuns:
+			c = envmanifest.ClassChangesWhatRuns
 		default:
 			continue
 		}
@@ -47,24 +49,24 @@ func TestAdviceTable(t *testing.T) {
 		}
 	}
 	for _, k := range []adviceKey{
-		{AdviceGPU, ClassExecutesOrWidens},
-		{AdviceMount, ClassChangesWhatRuns},
-		{AdviceEnvVar, ClassReservedEnv},
-		{AdviceFeature, ClassLockfile},
-		{AdviceDocument, ClassLockfile},
-		{AdviceDocument, ClassSyntax},
-		{AdviceDocument, ClassLimit},
-		{AdviceDocument, ClassEncoding},
-		{AdviceAnyProperty, ClassUnknownProperty},
-		{AdviceAnyProperty, ClassDuplicateKey},
-		{AdviceAnyProperty, ClassNumber},
-		{"image", ClassMissing},
+		{AdviceGPU, envmanifest.ClassExecutesOrWidens},
+		{AdviceMount, envmanifest.ClassChangesWhatRuns},
+		{AdviceEnvVar, envmanifest.ClassReservedEnv},
+		{AdviceFeature, envmanifest.ClassLockfile},
+		{AdviceDocument, envmanifest.ClassLockfile},
+		{AdviceDocument, envmanifest.ClassSyntax},
+		{AdviceDocument, envmanifest.ClassLimit},
+		{AdviceDocument, envmanifest.ClassEncoding},
+		{AdviceAnyProperty, envmanifest.ClassUnknownProperty},
+		{AdviceAnyProperty, envmanifest.ClassDuplicateKey},
+		{AdviceAnyProperty, envmanifest.ClassNumber},
+		{"image", envmanifest.ClassMissing},
 	} {
 		if !seen[k] {
 			t.Errorf("advice table: no row for %q %s", k.property, k.class)
 		}
 	}
-	if r := adviceTable[adviceIndex[adviceKey{AdviceMount, ClassChangesWhatRuns}]]; r.Fix != FixRemoveMount || !strings.Contains(r.Advice, "readonly") {
+	if r := adviceTable[adviceIndex[adviceKey{AdviceMount, envmanifest.ClassChangesWhatRuns}]]; r.Fix != FixRemoveMount || !strings.Contains(r.Advice, "readonly") {
 		t.Errorf("mount options: fix %q, advice %q: want the whole mount removed, and readonly named", r.Fix, r.Advice)
 	}
 }
@@ -83,9 +85,9 @@ func TestAdviceProperty(t *testing.T) {
 		"/containerEnv/LD_PRELOAD":          AdviceEnvVar,
 		"/customizations/vscode/settings":   "customizations",
 		"/a~1b":                             "a/b",
-		ImageMetadataPointer:                AdviceImageMetadata,
-		ImageMetadataPointer + "/0/postCreateCommand": AdviceImageMetadata,
-		"/config/Labels/devcontainer.metadataX/0":     "config",
+		envmanifest.ImageMetadataPointer:    AdviceImageMetadata,
+		envmanifest.ImageMetadataPointer + "/0/postCreateCommand": AdviceImageMetadata,
+		"/config/Labels/devcontainer.metadataX/0":                 "config",
 	} {
 		if got := AdviceProperty(ptr); got != want {
 			t.Errorf("AdviceProperty(%q) = %q, want %q", ptr, got, want)
@@ -137,7 +139,7 @@ func TestSuggestProperty(t *testing.T) {
 			t.Errorf("SuggestProperty(%q) = %q %v, want %q", name, got.Name, ok, want)
 		}
 	}
-	r := Advise(Refusal{Pointer: "/remoteUsr", Class: ClassUnknownProperty, Message: "unknown"})
+	r := Advise(envmanifest.Refusal{Pointer: "/remoteUsr", Class: envmanifest.ClassUnknownProperty, Message: "unknown"})
 	if !strings.Contains(r.Advice, `did you mean "remoteUser"`) || r.Fix != FixRemove {
 		t.Errorf("Advise(/remoteUsr) = %+v", r)
 	}
@@ -165,7 +167,7 @@ func TestLintCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Lint(ctx, data, LintOptions{Options: Options{Path: f}})
+		res, err := Lint(ctx, data, LintOptions{Options: envmanifest.Options{Path: f}})
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -177,7 +179,7 @@ func TestLintCorpus(t *testing.T) {
 			switch {
 			case !ok:
 				t.Errorf("%s: %s fell to the generic advice", name, r.Refusal)
-			case r.Class == ClassExecutesOrWidens || r.Class == ClassChangesWhatRuns:
+			case r.Class == envmanifest.ClassExecutesOrWidens || r.Class == envmanifest.ClassChangesWhatRuns:
 				if rule.Property != AdviceProperty(r.Pointer) {
 					t.Errorf("%s: %s got the row of %q, not its own", name, r.Refusal, rule.Property)
 				}
@@ -221,7 +223,7 @@ func TestLintCorpus(t *testing.T) {
 			}
 		case len(fixed.Remaining) == 1 && fixed.Remaining[0].Pointer == "/image" && origImage != nil && fixed.Remaining[0].Class == origImage.Class:
 			imageOnly++
-			if fixed.Remaining[0].Class == ClassMissing && !strings.Contains(fixed.Remaining[0].Advice, "build") {
+			if fixed.Remaining[0].Class == envmanifest.ClassMissing && !strings.Contains(fixed.Remaining[0].Advice, "build") {
 				t.Errorf("%s: the missing-image advice does not say what to do about build: %s", name, fixed.Remaining[0].Advice)
 			}
 		default:
@@ -277,7 +279,7 @@ func TestLintGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res, err := LintFile(context.Background(), filepath.Join(tmp, "devcontainer.json"), LintOptions{Options: Options{Reserved: normalizePolicy(nil)}, Fix: true})
+			res, err := LintFile(context.Background(), filepath.Join(tmp, "devcontainer.json"), LintOptions{Options: envmanifest.Options{Reserved: defaultPolicy(t)}, Fix: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +302,7 @@ func TestLintGolden(t *testing.T) {
 // under -update.
 func compareGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *c7Update {
+	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +319,7 @@ func compareGolden(t *testing.T, path string, got []byte) {
 
 // lintFix runs lint --fix on doc in a temporary file and returns the result
 // and the file's bytes afterwards.
-func lintFix(t *testing.T, doc string, opts Options) (*LintResult, string) {
+func lintFix(t *testing.T, doc string, opts envmanifest.Options) (*LintResult, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "devcontainer.json")
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
@@ -397,7 +399,7 @@ func TestLintFix(t *testing.T) {
 		in:   "{ " + img + " } // ok", want: "{ " + img + " } // ok", ok: true,
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			res, after := lintFix(t, c.in, Options{Reserved: normalizePolicy(nil)})
+			res, after := lintFix(t, c.in, envmanifest.Options{Reserved: defaultPolicy(t)})
 			if after != c.want {
 				t.Errorf("fixed file:\n%q\nwant\n%q", after, c.want)
 			}
@@ -448,11 +450,11 @@ func TestLintAdvice(t *testing.T) {
 	}
 
 	// Whole-document refusals: advice, nothing to fix, nothing written.
-	res, err = Lint(context.Background(), []byte(`{"image": "x",,}`), LintOptions{Fix: true, Options: Options{Path: filepath.Join(t.TempDir(), "absent.json")}})
+	res, err = Lint(context.Background(), []byte(`{"image": "x",,}`), LintOptions{Fix: true, Options: envmanifest.Options{Path: filepath.Join(t.TempDir(), "absent.json")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Refusals) != 1 || res.Refusals[0].Class != ClassSyntax || res.Refusals[0].Property != AdviceDocument || res.Written || len(res.Remaining) != 1 {
+	if len(res.Refusals) != 1 || res.Refusals[0].Class != envmanifest.ClassSyntax || res.Refusals[0].Property != AdviceDocument || res.Written || len(res.Remaining) != 1 {
 		t.Errorf("syntax error: %+v", res)
 	}
 
@@ -476,7 +478,7 @@ func TestLintUnpinned(t *testing.T) {
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, LockfileName), []byte(lock), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, envmanifest.LockfileName), []byte(lock), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "local"), 0o755); err != nil {
@@ -515,9 +517,9 @@ func TestLintUnpinned(t *testing.T) {
 func TestLintImage(t *testing.T) {
 	doc := []byte(`{"image": "busybox:1", "postCreateCommand": "x"}`)
 	var asked string
-	label := []Refusal{
-		{Pointer: ImageMetadataPointer + "/0/postCreateCommand", Class: ClassExecutesOrWidens, Message: "lifecycle command in the label"},
-		{Pointer: ImageMetadataPointer + "/1/privileged", Class: ClassExecutesOrWidens, Message: "privileged in the label"},
+	label := []envmanifest.Refusal{
+		{Pointer: envmanifest.ImageMetadataPointer + "/0/postCreateCommand", Class: envmanifest.ClassExecutesOrWidens, Message: "lifecycle command in the label"},
+		{Pointer: envmanifest.ImageMetadataPointer + "/1/privileged", Class: envmanifest.ClassExecutesOrWidens, Message: "privileged in the label"},
 	}
 	inspect := func(_ context.Context, ref string) (*ImageReport, error) {
 		asked = ref
@@ -555,5 +557,39 @@ func TestLintImage(t *testing.T) {
 	asked = ""
 	if _, err := Lint(context.Background(), []byte(`{"build": {}}`), LintOptions{Image: inspect}); err != nil || asked != "" {
 		t.Errorf("asked %q for a document without an image (%v)", asked, err)
+	}
+}
+
+// TestLintRuntimeSocket: a mount whose source is a runtime socket
+// (docker.sock, containerd.sock, any *.sock) is flagged executes-or-widens
+// with advice (docs/design.md "Hardening"), though the manifest ingests;
+// other binds are not; --fix removes the mount whole and the fixed file
+// is clean.
+func TestLintRuntimeSocket(t *testing.T) {
+	ctx := context.Background()
+	for _, src := range []string{"/var/run/docker.sock", "/run/containerd/containerd.sock", "/home/dev/.podman/podman.sock"} {
+		doc := `{"image": "debian:12", "mounts": ["source=/srv/data,target=/data,type=bind", "source=` + src + `,target=/var/run/docker.sock,type=bind"]}`
+		if _, err := envmanifest.Ingest([]byte(doc), envmanifest.Options{}); err != nil {
+			t.Fatalf("%s: the document should ingest: %v", src, err)
+		}
+		res, err := Lint(ctx, []byte(doc), LintOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OK() || len(res.Refusals) != 1 {
+			t.Fatalf("%s: OK %v refusals %+v, want one flag", src, res.OK(), res.Refusals)
+		}
+		r := res.Refusals[0]
+		if r.Pointer != "/mounts/1" || r.Class != envmanifest.ClassExecutesOrWidens || !strings.Contains(r.Message, src) || r.Property != AdviceMount || !strings.Contains(r.Advice, "socket") || r.Fix != FixRemoveMount {
+			t.Errorf("%s: %+v", src, r)
+		}
+		fixed, after := lintFix(t, doc, envmanifest.Options{})
+		if !fixed.OK() || len(fixed.Remaining) != 0 || strings.Contains(after, src) || !strings.Contains(after, "/srv/data") {
+			t.Errorf("%s: --fix OK %v remaining %v:\n%s", src, fixed.OK(), fixed.Remaining, after)
+		}
+	}
+	res, err := Lint(ctx, []byte(`{"image": "debian:12", "mounts": [{"type": "volume", "source": "x.sock", "target": "/v"}, "source=/srv/socks,target=/s,type=bind"]}`), LintOptions{})
+	if err != nil || !res.OK() {
+		t.Errorf("a volume named x.sock or a directory is no socket: %+v, %v", res, err)
 	}
 }

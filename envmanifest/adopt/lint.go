@@ -1,16 +1,17 @@
-package envmanifest
+package adopt
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
-	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // maxFixRounds bounds the rounds of lint --fix (see Lint).
@@ -26,7 +27,7 @@ var ErrImageUnresolved = errors.New("image unresolved")
 // the advice table it falls under, what to do about it, and what
 // `lint --fix` does about it (FixNone: a hand edit).
 type LintRefusal struct {
-	Refusal
+	envmanifest.Refusal
 	Property string    `json:"property"`
 	Advice   string    `json:"advice"`
 	Fix      FixAction `json:"fix,omitempty"`
@@ -47,11 +48,11 @@ type Unpinned struct {
 // than one when its name was repeated), because of the refusal at Because
 // (Pointer itself, or a member inside it) of class Class.
 type Removal struct {
-	Pointer string    `json:"pointer"`
-	Count   int       `json:"count"`
-	Fix     FixAction `json:"fix"`
-	Because string    `json:"because"`
-	Class   Class     `json:"class"`
+	Pointer string            `json:"pointer"`
+	Count   int               `json:"count"`
+	Fix     FixAction         `json:"fix"`
+	Because string            `json:"because"`
+	Class   envmanifest.Class `json:"class"`
 }
 
 // ImageReport is what an ImageInspector found: the normalized Reference it
@@ -61,10 +62,10 @@ type Removal struct {
 // refusals (pointers under /config/Labels/devcontainer.metadata;
 // docs/design.md "Image metadata").
 type ImageReport struct {
-	Reference       string        `json:"reference"`
-	Digest          digest.Digest `json:"digest"`
-	MetadataChecked bool          `json:"metadataChecked"`
-	Metadata        []Refusal     `json:"-"`
+	Reference       string                `json:"reference"`
+	Digest          digest.Digest         `json:"digest"`
+	MetadataChecked bool                  `json:"metadataChecked"`
+	Metadata        []envmanifest.Refusal `json:"-"`
 }
 
 // ImageInspector resolves ref (the manifest core's normalized image) through
@@ -78,7 +79,7 @@ type ImageInspector func(ctx context.Context, ref string) (*ImageReport, error)
 type LintOptions struct {
 	// Options are the ingestion options (lockfile, reserved names); Path
 	// names the file, which Fix rewrites.
-	Options
+	envmanifest.Options
 	// Fix removes the refused members that FixAction allows and, when that
 	// changed anything, rewrites Path atomically (temp file, fsync,
 	// rename), keeping comments and layout of the rest.
@@ -108,8 +109,10 @@ type LintResult struct {
 	Written   bool
 	Remaining []LintRefusal
 	// Manifest is the manifest of the document (fixed, with Fix) when it
-	// ingests; Unpinned lists what keeps it unpinned.
-	Manifest *Manifest
+	// ingests and binds no runtime socket (lint flags those among the
+	// refusals, though ingestion accepts them); Unpinned lists what keeps
+	// it unpinned.
+	Manifest *envmanifest.Manifest
 	Unpinned []Unpinned
 	// Excluded lists the cosmetic and networking members present (of the
 	// fixed document, with Fix).
@@ -153,21 +156,19 @@ func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, erro
 		src = "-"
 	}
 	res := &LintResult{Source: src, Fixed: opts.Fix}
-	parts, err := ingestParts(data, opts.Options)
+	parts, err := envmanifest.Analyze(data, opts.Options)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range parts.refusals {
-		res.Refusals = append(res.Refusals, advise(r, parts.root))
-	}
+	res.Refusals = lintRefusals(parts)
 
-	if opts.Image != nil && parts.m != nil && parts.m.Core.Image != "" {
-		rep, err := opts.Image(ctx, parts.m.Core.Image)
+	if opts.Image != nil && parts.Manifest != nil && parts.Manifest.Core.Image != "" {
+		rep, err := opts.Image(ctx, parts.Manifest.Core.Image)
 		if err != nil {
 			if errdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("%s: image %s: %w: %w", src, parts.m.Core.Image, ErrImageUnresolved, err)
+				return nil, fmt.Errorf("%s: image %s: %w: %w", src, parts.Manifest.Core.Image, ErrImageUnresolved, err)
 			}
-			return nil, fmt.Errorf("%s: image %s: %w", src, parts.m.Core.Image, err)
+			return nil, fmt.Errorf("%s: image %s: %w", src, parts.Manifest.Core.Image, err)
 		}
 		res.Image = rep
 		for _, r := range rep.Metadata {
@@ -179,7 +180,7 @@ func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, erro
 	if opts.Fix {
 		res.Document, res.Remaining = data, res.Refusals
 	}
-	if opts.Fix && parts.root != nil {
+	if opts.Fix && parts.Decoded {
 		// Keeping the last of a repeated name can reveal a member that is
 		// refused on its own (a repeated feature key with a refused id):
 		// a further round removes it. Every round only removes, so this
@@ -195,22 +196,19 @@ func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, erro
 			}
 			res.Removed = append(res.Removed, removed...)
 			final = fixed
-			if finalParts, err = ingestParts(final, opts.Options); err != nil {
+			if finalParts, err = envmanifest.Analyze(final, opts.Options); err != nil {
 				return nil, err
 			}
-			refusals = refusals[:0:0]
-			for _, r := range finalParts.refusals {
-				refusals = append(refusals, advise(r, finalParts.root))
-			}
+			refusals = append(refusals[:0:0], lintRefusals(finalParts)...)
 		}
 		res.Document = final
 		res.Remaining = refusals
 	}
-	if finalParts.m != nil {
-		res.Excluded = finalParts.m.Excluded
+	if finalParts.Manifest != nil {
+		res.Excluded = finalParts.Manifest.Excluded
 	}
-	if len(finalParts.refusals) == 0 {
-		m, err := Ingest(final, opts.Options)
+	if len(finalParts.Refusals) == 0 && len(runtimeSockets(finalParts)) == 0 {
+		m, err := envmanifest.Ingest(final, opts.Options)
 		if err != nil {
 			return nil, err // not reached: the same ingestion had no refusal
 		}
@@ -240,114 +238,62 @@ func writeKeepingMode(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, mode)
 }
 
-// ingestParts is an ingestion that keeps what lint and pin need beside the
-// outcome: the decoded root (nil after a whole-document refusal), the
-// partial manifest (Core.Image set when /image is valid; Excluded), the
-// lockfile read, and every refusal sorted by pointer.
-type docParts struct {
-	root     *strictjson.Node
-	m        *Manifest
-	lock     *lockfile
-	refusals []Refusal
-	opts     Options
+// lintRefusals are the refusals of an analysis with advice, and the
+// runtime-socket mounts lint flags beside them (runtimeSockets), sorted
+// by pointer.
+func lintRefusals(p *envmanifest.Analysis) []LintRefusal {
+	rs := append(append([]envmanifest.Refusal(nil), p.Refusals...), runtimeSockets(p)...)
+	envmanifest.SortRefusals(rs)
+	var out []LintRefusal
+	for _, r := range rs {
+		out = append(out, advise(r, p))
+	}
+	return out
 }
 
-func ingestParts(data []byte, opts Options) (*docParts, error) {
-	root, refusals := decode(data, true)
-	p := &docParts{root: root, opts: opts}
-	if root == nil {
-		p.refusals = refusals
-		return p, nil
-	}
-	in := &ingester{opts: opts, refusals: refusals, m: &Manifest{Core: Core{Schema: CoreSchema}}}
-	if err := in.run(root); err != nil {
-		return nil, err
-	}
-	if len(in.refusals) == 0 {
-		// the feature options JCS refuses show only at canonicalization
-		if _, err := canonicalize(&in.m.Core); err != nil {
-			in.checkFeatureOptions(root.Get("features"))
-		}
-	}
-	SortRefusals(in.refusals)
-	p.m, p.refusals = in.m, in.refusals
-	scratch := &ingester{opts: opts, m: &Manifest{}}
-	lock, err := scratch.lockfile()
-	if err != nil {
-		return nil, err
-	}
-	p.lock = lock
-	return p, nil
-}
-
-// featureSite is one member of features with what ingestion makes of it.
-type featureSite struct {
-	key, ptr string
-	kind     featureKind
-	id       string // the normalized id, before the lockfile
-	resolved string // the lockfile entry's "resolved" as written ("" when none)
-	final    string // the core id (after the lockfile)
-	ok       bool   // the member ingests
-}
-
-// featureSites lists the members of the root's features object in document
-// order (duplicates once).
-func (p *docParts) featureSites() []featureSite {
-	v := p.root.Get("features")
-	if v == nil || v.Kind != strictjson.KindObject {
-		return nil
-	}
-	in := &ingester{opts: p.opts, m: &Manifest{}}
-	seen := map[string]bool{}
-	var out []featureSite
-	for _, mem := range v.Members {
-		if seen[mem.Name] {
+// runtimeSockets flags each bind mount whose source is a runtime socket
+// (docs/design.md "Hardening": /var/run/docker.sock,
+// /run/containerd/containerd.sock, any *.sock) as executes-or-widens at
+// the mount: manifest ingestion accepts the mount (its source is data),
+// lint says what it grants.
+func runtimeSockets(p *envmanifest.Analysis) []envmanifest.Refusal {
+	var out []envmanifest.Refusal
+	for _, m := range p.Mounts {
+		if m.Mount.Kind != envmanifest.MountBind || !strings.HasSuffix(m.Mount.Source, ".sock") {
 			continue
 		}
-		seen[mem.Name] = true
-		s := featureSite{key: mem.Name, ptr: mem.Value.Pointer}
-		var ok bool
-		s.id, s.kind, ok = in.featureID(s.ptr, mem.Name)
-		s.final, s.ok = s.id, ok
-		if ok && s.kind == featureOCI && p.lock != nil {
-			if e := p.lock.features.Get(mem.Name); e != nil {
-				if r := e.Get("resolved"); r != nil && r.Kind == strictjson.KindString {
-					s.resolved = r.Str
-				}
-			}
-			s.final, s.ok = in.lockFeature(p.lock, featureEntry{key: s.key, ptr: s.ptr, kind: s.kind, id: s.id})
-		}
-		out = append(out, s)
+		out = append(out, envmanifest.Refusal{Pointer: m.Pointer, Class: envmanifest.ClassExecutesOrWidens,
+			Message: fmt.Sprintf("mount source %s is a runtime socket: the container would control that daemon", m.Mount.Source)})
 	}
 	return out
 }
 
 // unpinned lists what keeps the accepted document of p unpinned.
-func unpinned(p *docParts, img *ImageReport) []Unpinned {
+func unpinned(p *envmanifest.Analysis, img *ImageReport) []Unpinned {
 	var out []Unpinned
-	if !p.m.Core.ImagePinned() {
+	if !p.Manifest.Core.ImagePinned() {
 		adv := "run `sandbox-resume pin`: it resolves the name in the containerd content store and writes name:tag@sha256:… (the index digest when the name is an index)"
 		if img != nil && img.Digest != "" {
 			adv = fmt.Sprintf("run `sandbox-resume pin`: the name resolves to %s here, so the image becomes …@%s", img.Digest, img.Digest)
 		}
-		out = append(out, Unpinned{Pointer: "/image", Reference: p.m.Core.Image, Advice: adv})
+		out = append(out, Unpinned{Pointer: "/image", Reference: p.Manifest.Core.Image, Advice: adv})
 	}
-	for _, s := range p.featureSites() {
-		if !s.ok || (Feature{ID: s.final}).IsPinned() {
+	for _, s := range p.Features {
+		if !s.OK || (envmanifest.Feature{ID: s.Final}).IsPinned() {
 			continue
 		}
 		var adv string
 		switch {
-		case s.kind == featureTarball:
+		case s.Kind == envmanifest.FeatureTarball:
 			adv = "a tarball feature cannot be pinned: publish it to an OCI registry (devcontainer features publish) and declare it by digest"
-		case s.kind == featureLocal:
+		case s.Kind == envmanifest.FeatureLocal:
 			adv = "a local feature cannot be pinned: publish it to an OCI registry (devcontainer features publish) and declare it by digest, or install it into a pre-built image and pin that"
-		case p.lock == nil:
+		case p.Lockfile == "":
 			adv = "no devcontainer-lock.json: let the reference CLI write one (devcontainer upgrade --workspace-folder ., or devcontainer build), then run `sandbox-resume pin`, which rewrites the key to the entry's resolved digest reference"
 		default:
-			adv = fmt.Sprintf("%s has no entry for this key: regenerate it with the reference CLI (devcontainer upgrade --workspace-folder .), then run `sandbox-resume pin`", p.lock.path)
+			adv = fmt.Sprintf("%s has no entry for this key: regenerate it with the reference CLI (devcontainer upgrade --workspace-folder .), then run `sandbox-resume pin`", p.Lockfile)
 		}
-		out = append(out, Unpinned{Pointer: s.ptr, Reference: s.final, Advice: adv})
+		out = append(out, Unpinned{Pointer: s.Pointer, Reference: s.Final, Advice: adv})
 	}
 	return out
 }
