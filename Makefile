@@ -12,8 +12,31 @@ GOLANGCI_LINT_VERSION := v2.15.0
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## install what is missing (apt packages as root; the containerd binaries of go.mod's version and etcd v3.6 (hack/tools/etcd) into bin/; ajv into .tools/)
-	@./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
+# make deps builds every tool once per machine into a cache keyed by version,
+# $(SANDBOX_RESUME_CACHE)/<tool>-<version>/ (as root; another user only links
+# what is there and reports what is missing), and links bin/ to it; each step
+# prints what it does, from where, and how long it took (hack/deps.sh).
+SANDBOX_RESUME_CACHE ?= /var/cache/sandbox-resume
+export SANDBOX_RESUME_CACHE
+# CRIU ≥ 4.1 for checkpoints of runc tasks (issue 30; Debian 12's 3.17 fails
+# `criu check` on kernel ≥ 6.13): the system's criu when it is new enough, else
+# this release built from Debian's source package (trixie's criu 4.1.1; the
+# orig tarball's sha256 is checked before it is unpacked) with Debian 12's
+# build dependencies.
+CRIU_VERSION := 4.1.1
+CRIU_SHA256 := f80a66cb3726bb2116266d4759ce3bcbfab7abdb6b6d430bf20dd41911717afe
+CRIU_URL := https://deb.debian.org/debian/pool/main/c/criu/criu_$(CRIU_VERSION).orig.tar.xz
+# gVisor (issue 32): runsc and containerd-shim-runsc-v1 from the tools module
+# hack/tools/gvisor (its go.mod pins gvisor.dev/gvisor, go.sum the hashes),
+# CGO_ENABLED=0, stamped -X gvisor.dev/gvisor/runsc/version.version=<that
+# pseudo-version>. Build-time change: the shim is built from a vendored
+# temporary copy whose pkg/shim/v1/manager.go ignores a permission error when
+# the shim sets its oom_score_adj to -999, so that it starts on hosts without
+# CAP_SYS_RESOURCE (this CI VM; the stock shim fails "failed to set OOM Score
+# on shim"). No gVisor code is committed.
+
+deps: ## install what is missing: apt packages (as root); containerd (go.mod's version), etcd v3.6 (hack/tools/etcd), CRIU ≥ 4.1 and gVisor's runsc (hack/tools/gvisor) built once into the machine-wide cache (SANDBOX_RESUME_CACHE) and linked into bin/; ajv likewise, linked as .tools/node_modules
+	@CRIU_VERSION=$(CRIU_VERSION) CRIU_SHA256=$(CRIU_SHA256) CRIU_URL=$(CRIU_URL) ./hack/deps.sh "$(CONTAINERD_VERSION)" $(APT_PACKAGES)
 
 # The release --version names: the nearest tag, else the commit (and -dirty).
 TAGS ?=
@@ -54,7 +77,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml; the pinned GOLANGCI_LINT_V
 	bin/golangci-lint run --build-tags faultpoint ./internal/faultpoint/...
 	bin/golangci-lint run --build-tags libzstd ./runtime/containerd/...
 
-clean: ## remove build output (keeps the cached containerd binaries)
+clean: ## remove build output (keeps the tools in bin/ and their cache)
 	rm -f bin/sandbox-resume
 
 demo: ## the life of a run, as root: suspend, resume, work, suspend, resume, inspect, runs, a superseded refusal (examples/demo.sh)

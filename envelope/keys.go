@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // KeyIDPrefix starts every key identifier: "ed25519:" + 64 lowercase hex
@@ -197,10 +198,38 @@ func keyKind(k any) string {
 	return fmt.Sprintf("a %T", k)
 }
 
+// LoadPrivateKeyFile is LoadPrivateKey of a key file a user names to sign
+// with, under the key-file rule of docs/design.md "Hardening", "Key files":
+// a private key in a file group or other may read or write (mode & 0o077,
+// as ssh refuses it) fails wrapping ErrKeyMode, naming the mode and the
+// `chmod 600` fix. A file that holds no private key fails as in
+// LoadPrivateKey, whatever its mode.
+// `openssl genpkey` writes 0644 under the usual umask; keygen writes 0600.
+func LoadPrivateKeyFile(path string) (ed25519.PrivateKey, error) {
+	data, perm, err := inputfile.ReadMode(path, inputfile.MaxKey)
+	if err != nil {
+		return nil, fmt.Errorf("private key: %w", err)
+	}
+	priv, err := ParsePrivateKeyPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("private key %s: %w", path, err)
+	}
+	if perm&0o077 != 0 {
+		return nil, fmt.Errorf("private key %s: %w: mode %04o lets group or other read or write it (run chmod 600 %s)", path, ErrKeyMode, perm, path)
+	}
+	return priv, nil
+}
+
+// ErrKeyMode is wrapped by LoadPrivateKeyFile's error for a private key
+// file readable or writable by group or other.
+var ErrKeyMode = errors.New("private key file not private")
+
 // LoadPrivateKey reads a PKCS#8 PEM Ed25519 private key from path (see
-// ParsePrivateKeyPEM). Errors name the file.
+// ParsePrivateKeyPEM), at most 64 KiB, without judging the file's mode
+// (tests read committed keys with it; commands use LoadPrivateKeyFile).
+// Errors name the file.
 func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxKey)
 	if err != nil {
 		return nil, fmt.Errorf("private key: %w", err)
 	}
@@ -214,7 +243,7 @@ func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 // LoadPublicKey reads a PKIX PEM Ed25519 public key from path (see
 // ParsePublicKeyPEM). Errors name the file.
 func LoadPublicKey(path string) (ed25519.PublicKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxKey)
 	if err != nil {
 		return nil, fmt.Errorf("public key: %w", err)
 	}

@@ -219,7 +219,18 @@ func TestOpenSSLKeyInterop(t *testing.T) {
 	pubPath := filepath.Join(dir, "o.pub")
 	signTestRun(t, ossl, "genpkey", "-algorithm", "ed25519", "-out", keyPath)
 	signTestRun(t, ossl, "pkey", "-in", keyPath, "-pubout", "-out", pubPath)
-	priv, err := LoadPrivateKey(keyPath)
+	// openssl writes the key as the umask allows (0644 here); a key group
+	// or other may read is refused until `chmod 600` (README).
+	if err := os.Chmod(keyPath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPrivateKeyFile(keyPath); !errors.Is(err, ErrKeyMode) || !strings.Contains(err.Error(), "chmod 600") || !strings.Contains(err.Error(), "0644") {
+		t.Fatalf("a 0644 openssl key: %v, want ErrKeyMode naming the mode and chmod 600", err)
+	}
+	if err := os.Chmod(keyPath, 0o600); err != nil { // chmod 600
+		t.Fatal(err)
+	}
+	priv, err := LoadPrivateKeyFile(keyPath)
 	if err != nil {
 		t.Fatal(err)
 	}

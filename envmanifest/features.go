@@ -60,19 +60,24 @@ var tarballSegment = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^devcontainer-feature-[A-Za-z0-9_-]+\.tgz$`)
 })
 
-// featureKind says which identifier form a features key has.
-type featureKind uint8
+// FeatureKind says which identifier form a features key has
+// (docs/design.md "Normalization", features).
+type FeatureKind uint8
 
+// The identifier forms of a features key.
 const (
-	featureOCI featureKind = iota
-	featureTarball
-	featureLocal
+	// FeatureOCI: an OCI reference (or a legacy short id mapped to one).
+	FeatureOCI FeatureKind = iota
+	// FeatureTarball: an https URL of a devcontainer-feature-*.tgz.
+	FeatureTarball
+	// FeatureLocal: a ./ path to a folder beside the config.
+	FeatureLocal
 )
 
 type featureEntry struct {
 	key  string
 	ptr  string
-	kind featureKind
+	kind FeatureKind
 	id   string
 	opts json.RawMessage
 }
@@ -97,7 +102,7 @@ func (in *ingester) features(v *strictjson.Node, lock *lockfile) {
 			continue
 		}
 		e.id, e.kind, e.opts = id, kind, opts
-		if kind == featureOCI && lock != nil {
+		if kind == FeatureOCI && lock != nil {
 			if e.id, ok = in.lockFeature(lock, e); !ok {
 				continue
 			}
@@ -161,7 +166,7 @@ func hasOther(entries []featureEntry, i int) bool {
 }
 
 // featureID normalizes one features key to its core id.
-func (in *ingester) featureID(ptr, key string) (string, featureKind, bool) {
+func (in *ingester) featureID(ptr, key string) (string, FeatureKind, bool) {
 	switch {
 	case strings.HasPrefix(key, "https://"):
 		return in.tarballID(ptr, key)
@@ -169,7 +174,7 @@ func (in *ingester) featureID(ptr, key string) (string, featureKind, bool) {
 		return in.localID(ptr, key)
 	case !strings.ContainsAny(key, `/\`):
 		if id, ok := legacyFeatureIDs[key]; ok {
-			return legacyFeaturePrefix + id + ":1", featureOCI, true
+			return legacyFeaturePrefix + id + ":1", FeatureOCI, true
 		}
 		if to, ok := foldedLegacyFeatures[key]; ok {
 			in.refuse(ptr, ClassInvalidValue, "legacy feature %q is refused: the reference CLI turns it into options of %s; declare that feature instead", key, to)
@@ -184,7 +189,7 @@ func (in *ingester) featureID(ptr, key string) (string, featureKind, bool) {
 // ociID lower-cases an OCI feature reference (ASCII only) and normalizes it
 // with distribution/reference: a bare name gets ":latest", a tag beside a
 // digest is kept.
-func (in *ingester) ociID(ptr, key string) (string, featureKind, bool) {
+func (in *ingester) ociID(ptr, key string) (string, FeatureKind, bool) {
 	lower := asciiLower(key)
 	first, _, _ := strings.Cut(lower, "/")
 	if !strings.ContainsAny(first, ".:") && first != "localhost" {
@@ -196,7 +201,7 @@ func (in *ingester) ociID(ptr, key string) (string, featureKind, bool) {
 		in.refuse(ptr, ClassInvalidValue, "feature id %q is not a valid OCI reference: %v", key, err)
 		return "", 0, false
 	}
-	return reference.TagNameOnly(named).String(), featureOCI, true
+	return reference.TagNameOnly(named).String(), FeatureOCI, true
 }
 
 func asciiLower(s string) string {
@@ -215,7 +220,7 @@ func asciiLower(s string) string {
 }
 
 // tarballID checks an https:// tarball id, which is kept as written.
-func (in *ingester) tarballID(ptr, key string) (string, featureKind, bool) {
+func (in *ingester) tarballID(ptr, key string) (string, FeatureKind, bool) {
 	u, err := url.Parse(key)
 	switch {
 	case err != nil:
@@ -229,14 +234,14 @@ func (in *ingester) tarballID(ptr, key string) (string, featureKind, bool) {
 	case !tarballSegment().MatchString(path.Base(u.Path)) || !strings.HasSuffix(u.Path, path.Base(u.Path)):
 		in.refuse(ptr, ClassInvalidValue, "feature tarball URL %q must end in devcontainer-feature-<id>.tgz", key)
 	default:
-		return key, featureTarball, true
+		return key, FeatureTarball, true
 	}
 	return "", 0, false
 }
 
 // localID cleans a ./ feature path; absolute paths, "./" alone and paths
 // that leave the config's folder at any step are refused.
-func (in *ingester) localID(ptr, key string) (string, featureKind, bool) {
+func (in *ingester) localID(ptr, key string) (string, FeatureKind, bool) {
 	if strings.HasPrefix(key, "/") {
 		in.refuse(ptr, ClassInvalidValue, "local feature %q must be relative to the config's folder (./…), not absolute", key)
 		return "", 0, false
@@ -260,7 +265,7 @@ func (in *ingester) localID(ptr, key string) (string, featureKind, bool) {
 		in.refuse(ptr, ClassInvalidValue, "local feature %q names the config's folder itself", key)
 		return "", 0, false
 	}
-	return "./" + clean, featureLocal, true
+	return "./" + clean, FeatureLocal, true
 }
 
 // featureOptions turns a feature value into its options object: an object

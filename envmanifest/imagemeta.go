@@ -78,8 +78,20 @@ var imageMetadataOnly = map[string]PropertyInfo{
 // devcontainer.json, and every other member is refused with its class
 // ("executes-or-widens", "changes-what-runs" or "unknown-property") at
 // ImageMetadataPointer + "/<i>/<member>" for an array, "/<member>" for a
-// bare object. A refused member is refused whatever its value.
+// bare object. A refused member is refused whatever its value. A
+// fragment's containerEnv goes through the default reserved-environment
+// policy (DefaultReservedEnv): a reserved name is "reserved-env" at
+// …/containerEnv/<name>, as in the declaration (remoteEnv is refused
+// whole, "changes-what-runs").
 func CheckImageMetadata(label string) []Refusal {
+	return CheckImageMetadataPolicy(label, normalizePolicy(nil))
+}
+
+// CheckImageMetadataPolicy is CheckImageMetadata with reserved as the
+// reserved-environment policy for the fragments' containerEnv (the
+// recorded policy at resume, the effective one at suspend and lint; names
+// compared case-insensitively); [] checks no name.
+func CheckImageMetadataPolicy(label string, reserved []string) []Refusal {
 	root, refusal := decodeLabel(label)
 	if refusal != nil {
 		return []Refusal{*refusal}
@@ -88,10 +100,10 @@ func CheckImageMetadata(label string) []Refusal {
 	switch root.Kind {
 	case strictjson.KindArray:
 		for _, f := range root.Elems {
-			out = checkFragment(out, f)
+			out = checkFragment(out, f, reserved)
 		}
 	case strictjson.KindObject:
-		out = checkFragment(out, root)
+		out = checkFragment(out, root, reserved)
 	default:
 		return []Refusal{{Pointer: ImageMetadataPointer, Class: ClassInvalidValue,
 			Message: fmt.Sprintf("the %s label must be an array of fragments or one object, not %s", ImageMetadataLabel, root.Kind)}}
@@ -101,7 +113,7 @@ func CheckImageMetadata(label string) []Refusal {
 }
 
 // checkFragment classifies one fragment's members and appends refusals.
-func checkFragment(out []Refusal, f *strictjson.Node) []Refusal {
+func checkFragment(out []Refusal, f *strictjson.Node, reserved []string) []Refusal {
 	ptr := labelPointer(f.Pointer)
 	if f.Kind != strictjson.KindObject {
 		return append(out, Refusal{Pointer: ptr, Class: ClassInvalidValue,
@@ -117,6 +129,17 @@ func checkFragment(out []Refusal, f *strictjson.Node) []Refusal {
 			out = append(out, Refusal{Pointer: mptr, Class: ClassUnknownProperty,
 				Message: fmt.Sprintf("the image's %s label carries unknown property %q (names are case-sensitive); use an image without it", ImageMetadataLabel, m.Name)})
 			continue
+		}
+		if m.Name == "containerEnv" && m.Value.Kind == strictjson.KindObject {
+			for _, e := range m.Value.Members {
+				for _, r := range reserved {
+					if strings.EqualFold(r, e.Name) {
+						out = append(out, Refusal{Pointer: labelPointer(e.Value.Pointer), Class: ClassReservedEnv,
+							Message: fmt.Sprintf("the image's %s label sets %s, a reserved environment name (%s); use an image without it", ImageMetadataLabel, e.Name, r)})
+						break
+					}
+				}
+			}
 		}
 		switch info.Class {
 		case PropExecutesOrWidens:

@@ -39,6 +39,10 @@ func TestCheckImageMetadata(t *testing.T) {
 		{"bare object with a lifecycle hook", `{"remoteUser":"vscode","onCreateCommand":"make setup"}`,
 			[]want{{lp + "/onCreateCommand", ClassExecutesOrWidens, "onCreateCommand"}}},
 		{"empty array", `[]`, nil},
+		{"reserved name in a fragment's containerEnv", `[{"id":"ghcr.io/x/y:1"},{"containerEnv":{"GOPATH":"/go","LD_PRELOAD":"/usr/lib/x.so"}}]`,
+			[]want{{lp + "/1/containerEnv/LD_PRELOAD", ClassReservedEnv, "LD_PRELOAD"}}},
+		{"reserved name in another letter case, bare object", `{"containerEnv":{"ld_library_path":"/tmp"}}`,
+			[]want{{lp + "/containerEnv/ld_library_path", ClassReservedEnv, "ld_library_path"}}},
 		{"not JSON", `not json`,
 			[]want{{lp, ClassSyntax, "does not decode: 1:2:"}}},
 		{"empty label", ``,
@@ -132,30 +136,18 @@ func FuzzCheckImageMetadata(f *testing.F) {
 	})
 }
 
-// TestImageMetadataAdvice: every refusal CheckImageMetadata can give gets
-// the image-metadata advice (rebuild the image), never a row about the
-// document, and no --fix action: a duplicate name in the label is not the
-// document's.
-func TestImageMetadataAdvice(t *testing.T) {
-	for _, label := range []string{
-		`[{"postCreateCommand":"a","postCreateCommand":"b"}]`,
-		`not json`,
-		`[{"customizations":{"n":9007199254740993}}]`,
-		`[{"name":"\ud800"}]`,
-		`[{"containerUser":"root"}]`,
-		`[{"Image":"x"}]`,
-		`[{"privileged":true}]`,
-		`[1]`,
-	} {
-		rs := CheckImageMetadata(label)
-		if len(rs) == 0 {
-			t.Fatalf("%s: no refusal", label)
-		}
-		for _, r := range rs {
-			a := Advise(r)
-			if a.Property != AdviceImageMetadata || a.Fix != FixNone || !strings.Contains(a.Advice, "devcontainer.metadata label") {
-				t.Errorf("%s: %s (%s): property %q fix %q advice %q", label, r.Pointer, r.Class, a.Property, a.Fix, a.Advice)
-			}
-		}
+// TestCheckImageMetadataPolicy: the label's containerEnv goes through the
+// policy given (the recorded one at resume), not only the default.
+func TestCheckImageMetadataPolicy(t *testing.T) {
+	label := `[{"containerEnv":{"LD_PRELOAD":"/x.so","SECRET_TOKEN":"t"}}]`
+	if rs := CheckImageMetadataPolicy(label, []string{}); len(rs) != 0 {
+		t.Errorf("policy none: %v", rs)
+	}
+	rs := CheckImageMetadataPolicy(label, []string{"SECRET_TOKEN"})
+	if len(rs) != 1 || rs[0].Pointer != ImageMetadataPointer+"/0/containerEnv/SECRET_TOKEN" || rs[0].Class != ClassReservedEnv {
+		t.Errorf("policy SECRET_TOKEN: %v", rs)
+	}
+	if rs := CheckImageMetadata(label); len(rs) != 1 || rs[0].Pointer != ImageMetadataPointer+"/0/containerEnv/LD_PRELOAD" {
+		t.Errorf("default policy: %v", rs)
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/distribution/reference"
 	"github.com/gowebpki/jcs"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -61,7 +61,7 @@ func (m *Manifest) ImagePinned() bool { return m.Core.ImagePinned() }
 // wrapping the fs error (fs.ErrNotExist for a missing file: class
 // "bad-input"); a refused document returns a *RefusedError.
 func IngestFile(path string, opts Options) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxJSON)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
@@ -113,6 +113,7 @@ type ingester struct {
 	opts     Options
 	refusals []Refusal
 	m        *Manifest
+	sites    []MountSite // the mounts that ingested, with their pointers (Analyze)
 }
 
 func (in *ingester) refuse(ptr string, class Class, format string, args ...any) {

@@ -2,12 +2,12 @@ package envmanifest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -52,7 +52,7 @@ func (in *ingester) lockfile() (*lockfile, error) {
 		}
 		p = LockfilePathFor(in.opts.Path)
 	}
-	data, err := os.ReadFile(p)
+	data, err := inputfile.Read(p, inputfile.MaxJSON)
 	if err != nil {
 		if errNotExist(err) {
 			switch {

@@ -29,6 +29,14 @@ var dockerMountOptions = map[string]bool{
 	"image-subpath": true,
 }
 
+// mountKeyAliases maps the keys of a mount string to the one key each
+// names.
+var mountKeyAliases = map[string]string{
+	"type": "type", "source": "source", "src": "source",
+	"target": "target", "dst": "target", "destination": "target",
+	"consistency": "consistency",
+}
+
 // mounts normalizes the mounts array (docs/design.md "Normalization": mount
 // strings, mount objects, mount targets).
 func (in *ingester) mounts(v *strictjson.Node) {
@@ -67,6 +75,7 @@ func (in *ingester) mounts(v *strictjson.Node) {
 			continue
 		}
 		out = append(out, p.m)
+		in.sites = append(in.sites, MountSite{Pointer: p.ptr, Mount: p.m})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Target < out[j].Target })
 	if len(out) > 0 {
@@ -93,8 +102,11 @@ func csvFields(s string) ([]string, error) {
 
 // mountString parses docker --mount syntax: comma-separated key=value
 // fields with encoding/csv quoting, keys and the type value
-// case-insensitive, a repeated key's last value winning, type defaulting
-// to volume. consistency is dropped.
+// case-insensitive, type defaulting to volume. consistency is dropped. A
+// key given twice (aliases count as one key: source=… src=…) is refused
+// as invalid-value at the mount's pointer: docker's last value wins, and
+// a reader that takes the first would mount something else
+// (docs/design.md "Hardening").
 func (in *ingester) mountString(e *strictjson.Node) (Mount, bool) {
 	s := e.Str
 	if strings.ContainsAny(s, "\r\n") {
@@ -108,9 +120,18 @@ func (in *ingester) mountString(e *strictjson.Node) (Mount, bool) {
 	}
 	m := Mount{Kind: MountVolume}
 	ok := true
+	seen := map[string]string{}
 	for _, f := range fields {
 		key, val, hasVal := strings.Cut(f, "=")
 		key = strings.ToLower(key)
+		if canon, known := mountKeyAliases[key]; known && hasVal {
+			if first, dup := seen[canon]; dup {
+				in.refuse(e.Pointer, ClassInvalidValue, "mount key %q is repeated (first as %q): a repeated key is refused", key, first)
+				ok = false
+				continue
+			}
+			seen[canon] = key
+		}
 		switch {
 		case dockerMountOptions[key]:
 			in.refuse(e.Pointer, ClassChangesWhatRuns, "mount option %q is refused: it changes what runs and the v1 manifest cannot carry it", f)

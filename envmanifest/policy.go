@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // ReservedEnv documents one name of the default reserved-environment policy
@@ -110,7 +111,7 @@ func LoadPolicy(spec string) ([]string, error) {
 	case "":
 		return normalizePolicy(nil), nil
 	}
-	data, err := os.ReadFile(spec)
+	data, err := inputfile.Read(spec, inputfile.MaxText)
 	if err != nil {
 		return nil, fmt.Errorf("reserved-environment policy: %w", err)
 	}

@@ -3,9 +3,9 @@ package envmanifest
 import (
 	"crypto"
 	"errors"
-	"os"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // ParseSigned parses data as a signed wrapper whose document member is
@@ -68,7 +68,7 @@ func refusedFromEnvelope(pe *envelope.ParseError) *RefusedError {
 // file too) is returned as a *RefusedError at pointer "" as well (a file
 // that does not exist is refused input).
 func ReadSigned(path, member string) (*envelope.Document, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxJSON)
 	if err != nil {
 		return nil, &RefusedError{Source: path, Refusals: []Refusal{{Pointer: "", Class: ClassMissing, Message: err.Error()}}}
 	}

@@ -103,7 +103,9 @@ say "build"
 quiet make --no-print-directory build
 if [ -z "$address" ]; then
 	note "no --address or \$CONTAINERD_ADDRESS: installing what is missing (make deps) and starting containerd in $tmp"
-	quiet make --no-print-directory deps
+	# Shown even without --verbose: a cold make deps builds for minutes and
+	# says so one line per step.
+	make --no-print-directory deps 2>&1 | tee -a "$log"
 	address=$tmp/c.sock
 	cat >"$tmp/config.toml" <<EOF
 version = 3

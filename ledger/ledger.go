@@ -6,18 +6,22 @@
 //
 // # Records and states
 //
-// A Record is in one of five states: suspended (the latest generation is
+// A Record is in one of six states: suspended (the latest generation is
 // recorded and nobody holds the run), resuming (a resumer claimed it and is
 // materializing an incarnation), live (a container holds the run),
-// discarded (a tombstone keeping generation, ref and fence, so the run can
-// never be resumed again) and purged (only the run id and the fence are
-// kept; the run id is free again, from that fence on).
+// discarded (a tombstone keeping generation, ref, run UID and fence, so the
+// run can never be resumed again), purged (the run id, fence, last
+// generation, ref and run UID are kept; the run id is free again for a new
+// generation 1 with another run UID, from that fence on) and handed-off (a
+// tombstone of a run handed over, signed, to another host: docs/design.md
+// "Exactly once across hosts").
 //
 // # Transitions
 //
-// The seven rows of the design's transition table are the methods Suspended
-// (two rows: generation 1 and generation N+1), Claim, Live, Release, Discard
-// and Purge of Ledger. The table itself lives in one place, Apply, a pure
+// The rows of the design's transition table are the methods Suspended
+// (two rows: generation 1 and generation N+1), Claim, Live, Release,
+// Discard, Purge, HandedOff, Received, Recalled, Unwound and Repinned of
+// Ledger. The table itself lives in one place, Apply, a pure
 // function over the current record; backends only provide atomic
 // compare-and-swap storage around it:
 //
@@ -28,17 +32,30 @@
 // # Fencing
 //
 // A record's Fence only grows: every transition that hands the run to a new
-// holder writes fence + 1 (Claim, and Suspended with keep at generation 1);
-// no transition lowers it, Discard and Purge keep it. A holder names its
+// holder writes fence + 1 (Claim, Suspended with keep at generation 1, and
+// Recalled); Received writes the larger of the record's and the handoff
+// statement's; no transition lowers it, Discard and Purge keep it.
+//
+// # Exactly once across hosts
+//
+// A record carries the run's UID (RunUID): a Claim, or a later generation,
+// of another run's ref is refused, and a purged run is never claimed again.
+// A Claim more than the recorded generation ahead must continue its chain
+// (ClaimRequest.Parent, Ancestors), and a generation this ledger never
+// recorded is claimed only as a copy (ClaimRequest.Copy): without it the
+// refusal is ErrSuperseded with Code ReasonNotHandedOff. HandedOff,
+// Received and Recalled move a run between per-host ledgers with a signed
+// handoff (docs/design.md "The run ledger"). A holder names its
 // fence in every later transition, so a resumer or container that lost the
 // run can never record a generation.
 //
 // # Errors
 //
 // Refusals are *Error values carrying a Class (ClassClaimConflict,
-// ClassSuperseded, ClassForked — the class names the CLI prints) and the
-// record as found. They match ErrClaimConflict, ErrSuperseded and
-// ErrForked with errors.Is. A malformed request matches ErrInvalid (and
+// ClassSuperseded, ClassForked, ClassBadInput — the class names the CLI
+// prints), a finer Code for some (ReasonNotHandedOff, …) and the record as
+// found. They match ErrClaimConflict, ErrSuperseded, ErrForked and
+// ErrBadInput with errors.Is. A malformed request matches ErrInvalid (and
 // errdefs.ErrInvalidArgument); Get of a run without a record matches
 // ErrNotFound (and errdefs.ErrNotFound). Any other error is a storage error
 // (unreachable, locked, corrupt): the caller fails closed.
@@ -77,16 +94,21 @@ const (
 	// StateDiscarded: a tombstone keeping generation, ref and fence; the
 	// run is never resumed again.
 	StateDiscarded State = "discarded"
-	// StatePurged: only the run id and the fence are kept. Every transition
-	// that accepts "no record" accepts a purged record and continues from
-	// its fence.
+	// StatePurged: the run id, the fence, the last generation, its ref and
+	// the run UID are kept. Only Suspended of generation 1 with another run
+	// UID accepts it (continuing from its fence); Claim of a purged run is
+	// always refused, so an old generation never replays.
 	StatePurged State = "purged"
+	// StateHandedOff: a tombstone of a run handed over to another host
+	// (HandedOff names it), keeping generation, ref, run UID and fence; no
+	// generation up to it is claimed here again.
+	StateHandedOff State = "handed-off"
 )
 
-// Valid reports whether s is one of the five states.
+// Valid reports whether s is one of the six states.
 func (s State) Valid() bool {
 	switch s {
-	case StateSuspended, StateResuming, StateLive, StateDiscarded, StatePurged:
+	case StateSuspended, StateResuming, StateLive, StateDiscarded, StatePurged, StateHandedOff:
 		return true
 	}
 	return false
@@ -147,6 +169,38 @@ type SuspendedBy struct {
 	Generation uint64 `json:"generation"`
 }
 
+// HandedOff says to which host a handed-off record's generation was handed
+// over, and when (the handoff statement's "created").
+type HandedOff struct {
+	// To is the host id the run was handed to.
+	To string `json:"to"`
+	// At is when HandedOff ran (UTC).
+	At time.Time `json:"at"`
+}
+
+// Received says from which host the record's generation arrived with a
+// handoff statement, and when.
+type Received struct {
+	// From is the host id that handed the run over.
+	From string `json:"from"`
+	// At is when Received ran (UTC).
+	At time.Time `json:"at"`
+}
+
+// ForkedFrom is the lineage of a run made by a fork (docs/design.md "Repin
+// and fork"): the source run, its run UID, and the generation and ref the
+// fork copied.
+type ForkedFrom struct {
+	// Run is the source run id.
+	Run string `json:"run"`
+	// RunUID is the source run's UID.
+	RunUID string `json:"runUID"`
+	// Generation is the source generation.
+	Generation uint64 `json:"generation"`
+	// Ref is the digest of the source generation's ref file bytes.
+	Ref digest.Digest `json:"ref"`
+}
+
 // Record is one run's record, exactly as docs/design.md "The run ledger"
 // shows it; its JSON form (encoding/json) is the stored form of ledger/bolt
 // and ledger/etcd and the record printed by `runs --output json`.
@@ -160,8 +214,18 @@ type Record struct {
 	// Ref is the digest of that generation's ref file bytes; empty (absent)
 	// when Generation is 0.
 	Ref digest.Digest `json:"ref,omitzero"`
+	// RunUID is the run's UID (`ruid:<32 hex>`, minted by the suspend of
+	// generation 1 and carried by every `/3` ref of the run); empty
+	// (absent) while the run's refs are `/2`.
+	RunUID string `json:"runUID,omitempty"`
 	// State is the record's state.
 	State State `json:"state"`
+	// HandedOff is set while the record is handed-off.
+	HandedOff *HandedOff `json:"handedOff,omitempty"`
+	// Received is set when the record's generation arrived by Received.
+	Received *Received `json:"received,omitempty"`
+	// ForkedFrom is the lineage of a run made by a fork.
+	ForkedFrom *ForkedFrom `json:"forkedFrom,omitempty"`
 	// Holder is set while resuming or live, nil otherwise.
 	Holder *Holder `json:"holder,omitempty"`
 	// SuspendedBy names the container whose suspend wrote Generation, when
@@ -174,8 +238,20 @@ type Record struct {
 	Updated time.Time `json:"updated"`
 }
 
-// Clone returns a deep copy of r (Holder and SuspendedBy are not shared).
+// Clone returns a deep copy of r (no pointer member is shared).
 func (r Record) Clone() Record {
+	if r.HandedOff != nil {
+		v := *r.HandedOff
+		r.HandedOff = &v
+	}
+	if r.Received != nil {
+		v := *r.Received
+		r.Received = &v
+	}
+	if r.ForkedFrom != nil {
+		v := *r.ForkedFrom
+		r.ForkedFrom = &v
+	}
 	if r.Holder != nil {
 		h := *r.Holder
 		r.Holder = &h
@@ -209,6 +285,13 @@ type SuspendRequest struct {
 	// Keep is --keep-running: the container stays live and holds the run
 	// (at generation 1 it becomes the holder with fence + 1).
 	Keep bool
+	// RunUID is the new generation's run UID (a `/3` ref's runUID); empty
+	// for a `/2` ref. At generation 1 after a purge it must differ from the
+	// purged run's; at N+1 it must equal the record's, unless the record
+	// has none (a `/3` child of a `/2` parent minted it: it is stored).
+	RunUID string
+	// ForkedFrom is the lineage of a fork's generation 1; nil otherwise.
+	ForkedFrom *ForkedFrom
 }
 
 // ClaimRequest is the Claim transition: Holder claims run Run to resume
@@ -236,6 +319,107 @@ type ClaimRequest struct {
 	// TakeOver is --take-over: a live record is taken from its holder (an
 	// operator's decision), fencing that holder out.
 	TakeOver bool
+	// RunUID is the ref's run UID (a `/3` ref); empty for a `/2` ref, which
+	// is claimable only over a record without a UID (or no record).
+	RunUID string
+	// Parent is the ref's parent (the digest of generation N−1's ref file
+	// bytes); empty at generation 1. A claim of N over a record at N−1
+	// needs Parent = the record's ref (chain continuity).
+	Parent digest.Digest
+	// Ancestors are the ref's ancestors (a `/3` member: every earlier ref
+	// of the run, oldest first). A claim more than one generation ahead of
+	// the record needs the record's ref among them.
+	Ancestors []digest.Digest
+	// Copy accepts a generation this ledger never recorded with this ref
+	// (no record, or a lower generation): a copy the source can still
+	// resume, on purpose. Without it such a claim is refused as
+	// superseded with Code ReasonNotHandedOff.
+	Copy bool
+}
+
+// HandOffRequest is the HandedOff transition: generation Generation of run
+// Run (ref Ref, run UID RunUID) is handed over to host To by this host,
+// Host (docs/design.md "Exactly once across hosts").
+type HandOffRequest struct {
+	// Run is the run id.
+	Run string
+	// Generation is the generation handed over; the record must be
+	// suspended at it.
+	Generation uint64
+	// Ref is the digest of that generation's ref file bytes.
+	Ref digest.Digest
+	// RunUID is the ref's run UID; empty (a `/2` ref) is refused as bad
+	// input: only a `/3` ref is handed over.
+	RunUID string
+	// To is the host the run is handed to.
+	To string
+	// Host is this host's id: To = Host is refused as bad input.
+	Host string
+}
+
+// ReceiveRequest is the Received transition: a verified handoff statement
+// hands generation Generation of run Run from host From to host To (this
+// host).
+type ReceiveRequest struct {
+	// Run is the run id.
+	Run string
+	// Generation is the generation received.
+	Generation uint64
+	// Ref is the digest of that generation's ref file bytes.
+	Ref digest.Digest
+	// RunUID is the statement's (and the ref's) run UID.
+	RunUID string
+	// Parent is the ref's parent; empty at generation 1.
+	Parent digest.Digest
+	// Ancestors are the ref's ancestors, oldest first.
+	Ancestors []digest.Digest
+	// From is the host that handed the run over.
+	From string
+	// To is the host the statement names: this host.
+	To string
+	// Fence is the statement's fence: the record's fence becomes the
+	// larger of the two.
+	Fence uint64
+}
+
+// RecallRequest is the Recalled transition: a handoff of generation
+// Generation (ref Ref) that the named host never took up is undone by the
+// operator.
+type RecallRequest struct {
+	// Run is the run id.
+	Run string
+	// Generation is the generation handed off.
+	Generation uint64
+	// Ref is the digest of its ref file bytes.
+	Ref digest.Digest
+}
+
+// UnwindRequest is the Unwound transition: the live holder with fence
+// Fence, Container, has no task (a memory restore that failed after Live)
+// and gives the run back.
+type UnwindRequest struct {
+	// Run is the run id.
+	Run string
+	// Fence is the holder's fence.
+	Fence uint64
+	// Container is the live holder.
+	Container Container
+}
+
+// RepinRequest is the Repinned transition: a repin wrote generation
+// Generation (ref Ref) over the suspended generation Generation−1, its
+// parent.
+type RepinRequest struct {
+	// Run is the run id.
+	Run string
+	// Generation is the generation the repin wrote (≥ 2).
+	Generation uint64
+	// Ref is the digest of its ref file bytes.
+	Ref digest.Digest
+	// Parent is the new ref's parent: the record's ref.
+	Parent digest.Digest
+	// RunUID is the new ref's run UID: the record's.
+	RunUID string
 }
 
 // Ledger is the run ledger of docs/design.md "The run ledger". Every
@@ -265,11 +449,16 @@ type Ledger interface {
 	// found, whose SuspendedBy lets a rerun recognise its own suspend.
 	Suspended(ctx context.Context, req SuspendRequest) (Record, error)
 
-	// Claim moves the run to resuming at req.Generation with req.Ref and
-	// req.Holder, fence + 1, and returns the claim. Refusals, in this
-	// order: a newer generation recorded, or the run discarded:
-	// ErrSuperseded; this generation recorded with another ref: ErrForked;
-	// live (without TakeOver), or resuming with a holder that is not gone:
+	// Claim moves the run to resuming at req.Generation with req.Ref,
+	// req.RunUID and req.Holder, fence + 1, and returns the claim.
+	// Refusals, in this order: the record's run UID differs from the
+	// ref's, or the run was purged: ErrSuperseded; a newer generation
+	// recorded, the run discarded, or handed off at or above this
+	// generation: ErrSuperseded; this generation recorded with another
+	// ref, or a broken chain (req.Parent, req.Ancestors): ErrForked; a
+	// generation this ledger never recorded with this ref, without
+	// req.Copy: ErrSuperseded with Code ReasonNotHandedOff; live (without
+	// TakeOver), or resuming with a holder that is not gone:
 	// ErrClaimConflict naming the holder and its host.
 	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
 
@@ -294,10 +483,43 @@ type Ledger interface {
 	// resuming without force is ErrClaimConflict.
 	Discard(ctx context.Context, run string, force bool) (Record, error)
 
-	// Purge turns a discarded record into a purged one keeping only the run
-	// id and the fence, and returns it. Any other record, or none, is
-	// ErrClaimConflict.
+	// Purge turns a discarded record into a purged one keeping the run id,
+	// the fence, the last generation, its ref and the run UID, and returns
+	// it. Any other record, or none, is ErrClaimConflict.
 	Purge(ctx context.Context, run string) (Record, error)
+
+	// HandedOff turns a suspended record at req.Generation with req.Ref
+	// into a handed-off tombstone naming req.To, and returns it; a record
+	// already handed off at that generation and ref to req.To is returned
+	// unchanged (a retried export). Refusals, in this order: handed off to
+	// another host, or live: ErrClaimConflict; req.To = req.Host, or a ref
+	// without a run UID: ErrBadInput; anything else: ErrClaimConflict.
+	HandedOff(ctx context.Context, req HandOffRequest) (Record, error)
+
+	// Received records a generation handed to this host by a verified
+	// handoff statement: suspended at req.Generation with req.Ref and
+	// req.RunUID, Received = req.From, fence = max(record, req.Fence). A
+	// retried import is no change. Refusals, in this order: another run
+	// UID, or purged of this UID: ErrSuperseded; a newer generation,
+	// discarded, or handed off at this generation to a third host:
+	// ErrSuperseded; this generation with another ref, or a broken chain:
+	// ErrForked; live, resuming or any other record: ErrClaimConflict.
+	Received(ctx context.Context, req ReceiveRequest) (Record, error)
+
+	// Recalled turns a handed-off record at req.Generation with req.Ref
+	// back into suspended, fence + 1; anything else is ErrClaimConflict.
+	Recalled(ctx context.Context, req RecallRequest) (Record, error)
+
+	// Unwound moves a live record held by req.Container with req.Fence
+	// back to suspended at its generation and ref, holder removed, fence
+	// kept; anything else is ErrClaimConflict.
+	Unwound(ctx context.Context, req UnwindRequest) (Record, error)
+
+	// Repinned moves a suspended record at req.Generation−1 whose ref is
+	// req.Parent and whose run UID is req.RunUID to suspended at
+	// req.Generation with req.Ref, fence kept, no holder; anything else is
+	// ErrClaimConflict.
+	Repinned(ctx context.Context, req RepinRequest) (Record, error)
 
 	// Close releases what the ledger holds open (a client connection);
 	// calls after Close fail.
@@ -358,8 +580,33 @@ const (
 	// ClassSuperseded: a newer generation is recorded, or the run was
 	// discarded.
 	ClassSuperseded = "superseded"
-	// ClassForked: this generation is recorded with another ref.
+	// ClassForked: this generation is recorded with another ref, or the
+	// ref's chain does not reach the record's ref.
 	ClassForked = "forked"
+	// ClassBadInput: the request cannot be used whatever the record says
+	// (a handoff to this host, a handoff of a ref without a run UID).
+	ClassBadInput = "bad-input"
+)
+
+// The finer reasons of a refusal (Error.Code): what docs/design.md
+// "Hardening" calls `reason` beside `class`.
+const (
+	// ReasonAnotherRun: the record's run UID is not the ref's.
+	ReasonAnotherRun = "another-run"
+	// ReasonPurged: the run was purged.
+	ReasonPurged = "purged"
+	// ReasonDiscarded: the run was discarded.
+	ReasonDiscarded = "discarded"
+	// ReasonNewerGeneration: a newer generation is recorded.
+	ReasonNewerGeneration = "newer-generation"
+	// ReasonHandedOff: the generation was handed off to another host.
+	ReasonHandedOff = "handed-off"
+	// ReasonNotHandedOff: this ledger never recorded the generation with
+	// this ref, and the claim is no copy.
+	ReasonNotHandedOff = "not-handed-off"
+	// ReasonBrokenChain: the ref's parent or ancestors do not reach the
+	// record's ref.
+	ReasonBrokenChain = "broken-chain"
 )
 
 // Sentinel errors, one per refusal class; every *Error matches the one of
@@ -371,6 +618,9 @@ var (
 	ErrSuperseded = errors.New(ClassSuperseded)
 	// ErrForked is the sentinel of ClassForked.
 	ErrForked = errors.New(ClassForked)
+	// ErrBadInput is the sentinel of ClassBadInput; it also matches
+	// errdefs.ErrInvalidArgument.
+	ErrBadInput = fmt.Errorf("%s: %w", ClassBadInput, errdefs.ErrInvalidArgument)
 	// ErrNotFound is returned (wrapped) by Get for a run without a record;
 	// it also matches errdefs.ErrNotFound.
 	ErrNotFound = fmt.Errorf("no ledger record: %w", errdefs.ErrNotFound)
@@ -383,10 +633,15 @@ var (
 // record as found, and why. It matches the sentinel of its Class with
 // errors.Is; use errors.As to read the record.
 type Error struct {
-	// Class is ClassClaimConflict, ClassSuperseded or ClassForked.
+	// Class is ClassClaimConflict, ClassSuperseded, ClassForked or
+	// ClassBadInput.
 	Class string
+	// Code is the finer reason (ReasonNotHandedOff, …); empty when the
+	// class says all.
+	Code string
 	// Op is the transition refused: "suspended", "claim", "live",
-	// "release", "discard" or "purge".
+	// "release", "discard", "purge", "handed-off", "received", "recalled",
+	// "unwound" or "repinned".
 	Op string
 	// Run is the run id.
 	Run string
@@ -418,7 +673,13 @@ func (e *Error) Error() string {
 		if e.Record.Generation != 0 {
 			fmt.Fprintf(&b, ", generation %d", e.Record.Generation)
 		}
+		if e.Record.RunUID != "" {
+			fmt.Fprintf(&b, ", run UID %s", e.Record.RunUID)
+		}
 		fmt.Fprintf(&b, ", fence %d", e.Record.Fence)
+		if h := e.Record.HandedOff; h != nil {
+			fmt.Fprintf(&b, ", handed off to %q at %s", h.To, h.At.Format(time.RFC3339))
+		}
 		if h := e.Record.Holder; h != nil {
 			fmt.Fprintf(&b, ", held by %s", h)
 		}
@@ -436,6 +697,8 @@ func (e *Error) Unwrap() error {
 		return ErrSuperseded
 	case ClassForked:
 		return ErrForked
+	case ClassBadInput:
+		return ErrBadInput
 	}
 	return nil
 }
@@ -450,6 +713,18 @@ func ClassOf(err error) string {
 		return ClassSuperseded
 	case errors.Is(err, ErrForked):
 		return ClassForked
+	case errors.Is(err, ErrBadInput):
+		return ClassBadInput
+	}
+	return ""
+}
+
+// CodeOf returns the finer reason of a ledger refusal (Error.Code; "" when
+// err is none or has none).
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
 	}
 	return ""
 }

@@ -130,3 +130,71 @@ func TestApplyDoesNotModify(t *testing.T) {
 		t.Fatalf("a record of another run: %v", err)
 	}
 }
+
+// TestRecordJSONTurn3: the record's turn-3 members, in the order of
+// docs/design.md "The run ledger".
+func TestRecordJSONTurn3(t *testing.T) {
+	rec := ledger.Record{
+		Run: "demo-1", Generation: 2, Ref: ref2, RunUID: "ruid:0123456789abcdef0123456789abcdef", State: ledger.StateHandedOff,
+		HandedOff:  &ledger.HandedOff{To: "host-b", At: when},
+		Received:   &ledger.Received{From: "host-c", At: when},
+		ForkedFrom: &ledger.ForkedFrom{Run: "src", RunUID: "ruid:fedcba9876543210fedcba9876543210", Generation: 4, Ref: ref2},
+		Fence:      17, Updated: when,
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"run":"demo-1","generation":2,"ref":"` + ref2.String() + `","runUID":"ruid:0123456789abcdef0123456789abcdef","state":"handed-off",` +
+		`"handedOff":{"to":"host-b","at":"2026-12-01T10:00:00Z"},"received":{"from":"host-c","at":"2026-12-01T10:00:00Z"},` +
+		`"forkedFrom":{"run":"src","runUID":"ruid:fedcba9876543210fedcba9876543210","generation":4,"ref":"` + ref2.String() + `"},` +
+		`"fence":17,"updated":"2026-12-01T10:00:00Z"}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	if !ledger.StateHandedOff.Valid() || ledger.State("handed_off").Valid() {
+		t.Fatal("state handed-off")
+	}
+	c := rec.Clone()
+	c.HandedOff.To, c.Received.From, c.ForkedFrom.Run = "x", "x", "x"
+	if rec.HandedOff.To != "host-b" || rec.Received.From != "host-c" || rec.ForkedFrom.Run != "src" {
+		t.Fatal("Clone shares the turn-3 members")
+	}
+}
+
+// TestApplyDoesNotModifyTurn3: the turn-3 rows are pure too, and their
+// refusals carry copies; CodeOf reads the finer reason.
+func TestApplyDoesNotModifyTurn3(t *testing.T) {
+	uid := "ruid:0123456789abcdef0123456789abcdef"
+	cur := ledger.Record{Run: "demo-1", Generation: 2, Ref: ref2, RunUID: uid, State: ledger.StateHandedOff,
+		HandedOff: &ledger.HandedOff{To: "host-b", At: when}, Fence: 3, Updated: when}
+	keep, _ := json.Marshal(cur)
+	for _, op := range []ledger.Op{
+		ledger.RecallRequest{Run: "demo-1", Generation: 2, Ref: ref2},
+		ledger.ReceiveRequest{Run: "demo-1", Generation: 2, Ref: ref2, RunUID: uid, From: "host-b", To: "host-a", Fence: 9},
+		ledger.ClaimOp{ClaimRequest: ledger.ClaimRequest{Run: "demo-1", Generation: 3, Ref: digest.FromString("g3"), Parent: ref2, RunUID: uid, Copy: true,
+			Holder: ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}}}},
+	} {
+		next, changed, err := ledger.Apply(&cur, op, when.Add(time.Hour))
+		if err != nil || !changed {
+			t.Fatalf("%s: %v", ledger.OpName(op), err)
+		}
+		if next.HandedOff != nil {
+			t.Fatalf("%s: still handed off: %s", ledger.OpName(op), next)
+		}
+		if b, _ := json.Marshal(cur); string(b) != string(keep) {
+			t.Fatalf("%s modified cur: %s", ledger.OpName(op), b)
+		}
+	}
+	_, _, err := ledger.Apply(&cur, ledger.ClaimOp{ClaimRequest: ledger.ClaimRequest{Run: "demo-1", Generation: 2, Ref: ref2, RunUID: uid,
+		Holder: ledger.Holder{Container: ledger.Container{Host: "h", Namespace: "ns", ID: "c"}}}}, when)
+	var e *ledger.Error
+	if !errors.As(err, &e) || ledger.CodeOf(err) != ledger.ReasonHandedOff || e.Record.HandedOff == cur.HandedOff ||
+		!strings.Contains(err.Error(), `handed off to "host-b"`) {
+		t.Fatalf("claim of a handed-off generation: %v", err)
+	}
+	_, _, err = ledger.Apply(nil, ledger.HandOffRequest{Run: "demo-1", Generation: 1, Ref: ref2, RunUID: uid, To: "h", Host: "h"}, when)
+	if !errors.Is(err, ledger.ErrBadInput) || !errdefs.IsInvalidArgument(err) || ledger.ClassOf(err) != ledger.ClassBadInput {
+		t.Fatalf("a handoff to this host: %v", err)
+	}
+}

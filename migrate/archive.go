@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -35,6 +36,36 @@ func (a *Archive) Blob(d digest.Digest) ([]byte, bool) {
 // blobNameRE is compiled on first use, not at process start.
 var blobNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^blobs/sha256/([0-9a-f]{64})$`) })
 
+// allowedPAX are the PAX records an archive entry may carry
+// (docs/design.md "Hardening", "Archives"): anything else — GNU.sparse.*
+// (a sparse file, which archive/tar expands: a 2 KB entry becomes 256 MiB
+// of zeros), SCHILY.xattr.*, linkpath, atime, ctime, comment, charset, … —
+// is refused.
+var allowedPAX = map[string]bool{"path": true, "size": true, "mtime": true, "uid": true, "gid": true, "uname": true, "gname": true}
+
+// checkPAX refuses an entry that is a GNU sparse file (TypeGNUSparse, or
+// GNU.sparse.* PAX records) or carries a PAX record outside allowedPAX,
+// naming the entry and the record.
+func checkPAX(hdr *tar.Header) error {
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return refused("archive entry %q: a GNU sparse file; an OCI layout archive holds regular files only", hdr.Name)
+	}
+	keys := make([]string, 0, len(hdr.PAXRecords))
+	for k := range hdr.PAXRecords {
+		if !allowedPAX[k] {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	if i := slices.IndexFunc(keys, func(k string) bool { return strings.HasPrefix(k, "GNU.sparse.") }); i >= 0 {
+		return refused("archive entry %q: a PAX sparse file (record %q); an OCI layout archive holds regular files only", hdr.Name, keys[i])
+	}
+	return refused("archive entry %q: PAX record %q; only path, size, mtime, uid, gid, uname and gname are allowed", hdr.Name, keys[0])
+}
+
 // ScanArchive is the import pre-scan of docs/design.md "Moving runs", run
 // over the
 // whole tar stream before anything of it is stored or trusted. Allowed are
@@ -45,7 +76,9 @@ var blobNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // entry. Refused, with an error wrapping ErrArtifactRefused that names the
 // entry: any other name (a path traversal, an absolute name, "././x",
 // another algorithm), any other type
-// (symbolic and hard links, devices, FIFOs, global PAX headers), a name seen
+// (symbolic and hard links, devices, FIFOs, global PAX headers, GNU sparse
+// files), a PAX record other than path, size, mtime, uid, gid, uname and
+// gname (checkPAX: GNU.sparse.* among them), a name seen
 // twice (with or without "./"), a blob whose sha256 is not its name, an oci-layout that is not
 // {"imageLayoutVersion": "1.0.0"}, index.json or oci-layout missing or over
 // MaxArtifactMetadata bytes, and a tar that does not parse.
@@ -71,6 +104,9 @@ func ScanArchive(r io.Reader) (*Archive, error) {
 		}
 		if seen[name] {
 			return nil, refused("archive entry %q appears twice", hdr.Name)
+		}
+		if err := checkPAX(hdr); err != nil {
+			return nil, err
 		}
 		seen[name] = true
 		switch hdr.Typeflag {

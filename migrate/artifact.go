@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -194,7 +195,8 @@ func small(src BlobSource, desc ocispec.Descriptor, what string) ([]byte, error)
 // must agree with the verified ref: its layers are Payload(ref) (media
 // types, digests and sizes, in order), the subject is
 // ref.base.manifestDigest, and the run and manifest annotations — and the
-// generation annotation when present — are the ref's. Shape and agreement failures wrap ErrArtifactRefused; the ref's
+// generation annotation when present — are the ref's, and the ref's
+// base.name is a form of its core.image (checkBaseName). Shape and agreement failures wrap ErrArtifactRefused; the ref's
 // own failures are snapshot.OpenRef's (*snapshot.OpenError).
 func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte, trust *envelope.KeyRing) (*Artifact, error) {
 	what := "artifact manifest " + desc.Digest.String()
@@ -234,6 +236,9 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 	if err != nil {
 		return nil, fmt.Errorf("%s config %s: %w", what, m.Config.Digest, err)
 	}
+	if err := checkBaseName(ref); err != nil {
+		return nil, fmt.Errorf("%s config %s: %w", what, m.Config.Digest, err)
+	}
 
 	want := Payload(ref)
 	if len(m.Layers) != len(want) {
@@ -265,7 +270,9 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 // (CheckArtifactManifest, which verifies the ref against trust); any other
 // is the ref's base manifest or base index, walked through the archive
 // (every child, config and layer present with its size). A descriptor that
-// is none of these, or is not a manifest or index, is refused. Errors wrap
+// is none of these, or is not a manifest or index, is refused, and so is a
+// blob of the archive that none of them reaches (docs/design.md
+// "Hardening", "Archives": only reachable blobs reach the content store). Errors wrap
 // ErrArtifactRefused unless they are the ref's own (snapshot.OpenRef).
 func CheckArchive(a *Archive, trust *envelope.KeyRing) (*Artifact, error) {
 	var idx ocispec.Index
@@ -308,6 +315,10 @@ func CheckArchive(a *Archive, trust *envelope.KeyRing) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
+	reach := map[digest.Digest]bool{art.Digest: true, digest.FromBytes(out.RefFile): true}
+	for _, l := range out.Layers {
+		reach[l.Digest] = true
+	}
 	for _, d := range others {
 		switch d.Digest {
 		case out.Ref.Base.ManifestDigest:
@@ -319,6 +330,19 @@ func CheckArchive(a *Archive, trust *envelope.KeyRing) (*Artifact, error) {
 		if err := walkBase(a, d, 0, &out.Base); err != nil {
 			return nil, err
 		}
+	}
+	for _, d := range out.Base {
+		reach[d] = true
+	}
+	var unreached []digest.Digest
+	for d := range a.Blobs {
+		if !reach[d] {
+			unreached = append(unreached, d)
+		}
+	}
+	if len(unreached) > 0 {
+		slices.Sort(unreached)
+		return nil, refused("archive blob %s is not reachable from index.json (%d such blobs): only the artifact and its base are imported", unreached[0], len(unreached))
 	}
 	return out, nil
 }
@@ -365,6 +389,43 @@ func walkBase(src BlobSource, d ocispec.Descriptor, depth int, out *[]digest.Dig
 		}
 	default:
 		return refused("%s: neither an image index nor an image manifest", what)
+	}
+	return nil
+}
+
+// checkBaseName checks that the ref's base.name is its core.image with at
+// most its tag or its digest dropped (docs/design.md "Hardening", "Base
+// names"): the same repository, no other tag, no other digest, and a tag
+// or a digest left. Suspend records the name it resolved core.image by, so
+// every ref this tool writes passes; a signed ref that names another image
+// would otherwise have import and pull create an image record under any
+// free name. A difference wraps ErrArtifactRefused, naming both.
+func checkBaseName(ref *snapshot.Ref) error {
+	image, name := ref.Core.Image, ref.Base.Name
+	fail := func(why string) error {
+		return refused("ref base.name %q is not the ref's core.image %q: %s", name, image, why)
+	}
+	in, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return fail(err.Error())
+	}
+	bn, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if bn.Name() != in.Name() {
+		return fail("another repository")
+	}
+	bt, btagged := bn.(reference.Tagged)
+	bd, bdigested := bn.(reference.Digested)
+	if !btagged && !bdigested {
+		return fail("neither a tag nor a digest")
+	}
+	if it, ok := in.(reference.Tagged); btagged && (!ok || it.Tag() != bt.Tag()) {
+		return fail("another tag")
+	}
+	if id, ok := in.(reference.Digested); bdigested && (!ok || id.Digest() != bd.Digest()) {
+		return fail("another digest")
 	}
 	return nil
 }

@@ -55,14 +55,15 @@ type ImportResult struct {
 //     with snapshot.VerifyDiff (digest, size, diffID, decompression
 //     bounded by uncompressedSize) and the spec blob with
 //     snapshot.ReadBlob (digest and size);
-//  5. the artifact, the layers, the spec and the base blobs that came with
+//  5. the ref's base.name (checked against core.image in step 2) created
+//     pointing at the recorded index (or manifest) digest when no image of
+//     that name exists and the base is complete here (an archive made with
+//     --with-base, or a base already present); an existing name is never
+//     re-pointed (ImportResult.BaseName says which);
+//  6. the artifact, the layers, the spec and the base blobs that came with
 //     it added to the run lease snapshot.RunLease(run); the temporary
-//     lease deleted;
-//  6. the ref's base.name created pointing at the recorded index (or
-//     manifest) digest when no image of that name exists and the base is
-//     complete here (an archive made with --with-base, or a base already
-//     present); an existing name is never re-pointed (ImportResult.BaseName
-//     says which).
+//     lease deleted. Nothing fallible of Import comes after this step, so
+//     a failed Import adds nothing to the run lease.
 //
 // Nothing is written outside the store, and on any failure the temporary
 // lease is deleted synchronously so what it held is collected. Errors:
@@ -78,7 +79,7 @@ type ImportResult struct {
 //	import-scan       steps 1-2 done, nothing written to the store
 //	import-templease  the temporary lease exists, nothing imported
 //	import-ingest     step 3 done: the blobs are under the temporary lease
-//	import-hold       step 5's run lease holds them, the temporary lease
+//	import-hold       step 6's run lease holds them, the temporary lease
 //	                  is not deleted yet
 //	import-release    (ImportFile) the temporary lease is deleted, out
 //	                  not written
@@ -152,15 +153,18 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 		held = append(held, l.Digest)
 	}
 	held = append(held, art.Base...)
+	// The base is named before the run lease takes the content: a failure
+	// naming it leaves nothing in the run lease (docs/design.md
+	// "Hardening", "Nothing half-stored").
+	name, err := nameBase(ctx, s, art.Ref)
+	if err != nil {
+		return nil, err
+	}
 	lease, err := holdRun(ctx, s, art.Ref, held...)
 	if err != nil {
 		return nil, err
 	}
 	faultpoint.Reach("import-hold")
-	name, err := nameBase(ctx, s, art.Ref)
-	if err != nil {
-		return nil, err
-	}
 	base := make([]string, len(art.Base))
 	for i, d := range art.Base {
 		base[i] = d.String()

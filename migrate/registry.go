@@ -302,10 +302,12 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 	}
 	res.BaseFrom = from
 	held = append(held, baseDigests...)
-	if res.Lease, err = holdRun(ctx, s, art.Ref, held...); err != nil {
+	// Named before the run lease takes the content: a failure naming the
+	// base leaves nothing in the run lease.
+	if res.BaseName, err = nameBase(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
-	if res.BaseName, err = nameBase(ctx, s, art.Ref); err != nil {
+	if res.Lease, err = holdRun(ctx, s, art.Ref, held...); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -42,6 +42,9 @@ type claimCheck struct {
 	fence  uint64           // the claim's fence (Resume, once claimed)
 	// takenOver is the live holder a take-over fenced out (Resume).
 	takenOver *ledger.Holder
+	// copied: the claim check passed for a generation this ledger never
+	// recorded with this ref, accepted as a copy (Request.Copy).
+	copied bool
 }
 
 // targetID returns the id of the container to create: the one Resume was
@@ -170,8 +173,11 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	// Predict the transition from the record as read: the same table the
 	// ledger runs, so superseded and forked are reported before anything
 	// on this host is looked at, and under --check nothing is written.
+	// The ref's run UID, parent and ancestors: the run UID and chain
+	// continuity rules (a /2 ref has a parent only, a /1 ref none).
 	req := ledger.ClaimRequest{Run: cc.run, Generation: cc.gen, Ref: cc.ref,
-		Holder: ledger.Holder{Container: cc.target}, GoneHolder: cc.gone, TakeOver: s.req.TakeOver}
+		Holder: ledger.Holder{Container: cc.target}, GoneHolder: cc.gone, TakeOver: s.req.TakeOver,
+		RunUID: s.ref.RunUID, Parent: s.ref.Parent, Ancestors: s.ref.Ancestors, Copy: s.req.Copy}
 	_, _, perr := ledger.Apply(cc.rec, ledger.ClaimOp{ClaimRequest: req, HolderGone: ledger.JudgedGone(cc.gone, cc.rec)}, time.Now())
 	class, refused := ledgerClass(perr)
 	switch {
@@ -213,11 +219,25 @@ func (s *state) claim(ctx context.Context) (string, error) {
 			"container id %s already exists in namespace %q on host %q (choose another container id)", cc.target.ID, cc.target.Namespace, cc.target.Host)
 	}
 
+	copied := s.req.Copy && (cc.rec == nil || cc.rec.Generation != cc.gen || cc.rec.Ref != cc.ref)
 	if s.mat == nil {
-		return s.predicted(replaced), nil
+		cc.copied = copied
+		d := s.predicted(replaced)
+		if copied {
+			d += copyNote
+		}
+		return d, nil
 	}
-	return s.claimRun(ctx, req)
+	d, err := s.claimRun(ctx, req)
+	cc.copied = copied && err == nil
+	if cc.copied {
+		d += copyNote
+	}
+	return d, err
 }
+
+// copyNote ends the claim check's detail of a claim accepted as a copy.
+const copyNote = "; a copy: this ledger never recorded the generation (no handoff), so the host it came from can still resume it"
 
 // predicted is the claim check's detail under Decide: what Claim would do.
 func (s *state) predicted(replaced *ledger.Holder) string {

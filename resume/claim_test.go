@@ -50,7 +50,7 @@ func liveResumer(t testing.TB, id string) ledger.Holder {
 // fixture's generation and ref (through the ledger's own Claim).
 func (fx *fixture) claimAs(h ledger.Holder) ledger.Claim {
 	fx.t.Helper()
-	c, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()), Holder: h})
+	c, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()), RunUID: fx.ref.RunUID, Holder: h, Copy: true})
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -90,21 +90,27 @@ func TestClaimCheckOutcomes(t *testing.T) {
 		name   string
 		setup  func(t *testing.T, fx *fixture)
 		take   bool
+		copy   bool // --copy: the fixture's generation was never recorded by this ledger
 		code   int
 		class  resume.Class
 		detail []string
 	}{
-		{name: "no record", setup: func(*testing.T, *fixture) {}},
+		{name: "no record", copy: true, setup: func(*testing.T, *fixture) {}},
+		// Turn 3: a generation this ledger never recorded is no copy
+		// unless --copy says so (docs/design.md "Exactly once across hosts").
+		{name: "no record, no copy", code: 9, class: resume.ClassSuperseded, detail: []string{"no handoff of generation 1 to this host"}, setup: func(*testing.T, *fixture) {}},
 		{name: "suspended at this generation and ref", setup: func(t *testing.T, fx *fixture) {
 			fx.claimAs(liveResumer(t, "earlier")).Release(context.Background())
 		}},
-		{name: "purged", setup: func(t *testing.T, fx *fixture) {
+		// Turn 3: a purged run is never claimed (the old rule let an old
+		// generation replay over a reused run id), copy or not.
+		{name: "purged", copy: true, code: 9, class: resume.ClassSuperseded, detail: []string{"purged"}, setup: func(t *testing.T, fx *fixture) {
 			ctx := context.Background()
 			fx.ledger.Discard(ctx, testRun, false)
 			fx.ledger.Purge(ctx, testRun)
 		}},
 		{name: "newer generation", code: 9, class: resume.ClassSuperseded, detail: []string{"generation 2 is recorded"}, setup: func(t *testing.T, fx *fixture) {
-			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 2, Ref: digest.FromString("g2"), Holder: liveResumer(t, "g2")})
+			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 2, Ref: digest.FromString("g2"), Holder: liveResumer(t, "g2"), Copy: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +119,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 			fx.ledger.Discard(context.Background(), testRun, false)
 		}},
 		{name: "forked", code: 6, class: resume.ClassForked, detail: []string{"is recorded with ref"}, setup: func(t *testing.T, fx *fixture) {
-			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromString("other"), Holder: liveResumer(t, "x")})
+			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromString("other"), Holder: liveResumer(t, "x"), Copy: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,13 +155,14 @@ func TestClaimCheckOutcomes(t *testing.T) {
 			c := fx.claimAs(deadResumer(t, id))
 			fx.facts.PutContainer(id, map[string]string{snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 0)
 		}},
-		{name: "container id exists", code: 8, class: resume.ClassClaimConflict, detail: []string{id, "already exists"}, setup: func(t *testing.T, fx *fixture) {
+		{name: "container id exists", copy: true, code: 8, class: resume.ClassClaimConflict, detail: []string{id, "already exists"}, setup: func(t *testing.T, fx *fixture) {
 			fx.facts.PutContainer(id, nil, 0)
 		}},
-		{name: "previous release's claim lease", code: 8, class: resume.ClassClaimConflict, detail: []string{snapshot.ClaimLease(testRun), "old-incarnation"}, setup: func(t *testing.T, fx *fixture) {
+		{name: "previous release's claim lease", copy: true, code: 8, class: resume.ClassClaimConflict, detail: []string{snapshot.ClaimLease(testRun), "old-incarnation"}, setup: func(t *testing.T, fx *fixture) {
 			fx.facts.SetLegacyClaim(testRun, "old-incarnation")
 		}},
-		{name: "previous release's claim lease, purged record", code: 8, class: resume.ClassClaimConflict, detail: []string{snapshot.ClaimLease(testRun)}, setup: func(t *testing.T, fx *fixture) {
+		// Turn 3: purged is 9 before the lease (8) is looked at.
+		{name: "previous release's claim lease, purged record", copy: true, code: 9, class: resume.ClassSuperseded, detail: []string{"purged"}, setup: func(t *testing.T, fx *fixture) {
 			ctx := context.Background()
 			fx.ledger.Discard(ctx, testRun, false)
 			fx.ledger.Purge(ctx, testRun)
@@ -172,7 +179,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 			fx.facts.SetLegacyClaim(testRun, "old-incarnation")
 		}},
 		{name: "forked before an existing container id", code: 6, class: resume.ClassForked, setup: func(t *testing.T, fx *fixture) {
-			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromString("other"), Holder: liveResumer(t, "x")})
+			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromString("other"), Holder: liveResumer(t, "x"), Copy: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,6 +200,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 				before := fx.record()
 				req := fx.request(fx.signed())
 				req.TakeOver = tt.take
+				req.Copy = tt.copy
 				var v *resume.Verdict
 				if mode == "decide" {
 					v = resume.Decide(context.Background(), fx.facts, fx.ledger, req)
@@ -205,6 +213,9 @@ func TestClaimCheckOutcomes(t *testing.T) {
 				}
 				wantVerdict(t, v, tt.code, tt.class, failAt)
 				wantDetail(t, v, tt.detail...)
+				if wantCopy := tt.copy && tt.code == 0 && before == nil; v.Copy != wantCopy {
+					t.Errorf("verdict copy %v, want %v", v.Copy, wantCopy)
+				}
 				if v.Run != testRun || v.Generation != 1 {
 					t.Errorf("verdict run %q generation %d", v.Run, v.Generation)
 				}
@@ -295,7 +306,7 @@ func TestResumeFencedOut(t *testing.T) {
 			}
 		},
 		"taken over": func(t *testing.T, fx *fixture) {
-			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()),
+			_, err := fx.ledger.Claim(context.Background(), ledger.ClaimRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(fx.signed()), RunUID: fx.ref.RunUID,
 				Holder: liveResumer(t, "other"), GoneHolder: func() *ledger.Holder { r := fx.record(); return r.Holder }()})
 			if err != nil {
 				t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -14,7 +13,9 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -32,7 +33,12 @@ import (
 // runtime spec (--spec), nil when none is offered; SpecSource names it in
 // messages (a path). Check 10 compares it with the recorded spec and,
 // when it passes, the incarnation is created from it (docs/design.md
-// "Spec validation").
+// "Spec validation"). TrustRecordedSpec accepts a recorded spec and runtime
+// from another host without judging them (runspec.JudgeRecorded; an
+// operator's decision, docs/design.md "Hardening"). Copy is --copy: the
+// claim accepts a generation this ledger never recorded (a copy the source
+// can still resume; without it that is superseded, reason not-handed-off:
+// docs/design.md "The run ledger"), and the verdict says "copy": true.
 type Request struct {
 	RefFile    []byte
 	RefSource  string
@@ -41,8 +47,11 @@ type Request struct {
 	Lockfile   string
 	Trust      *envelope.KeyRing
 	TakeOver   bool
+	Copy       bool
 	Spec       []byte
 	SpecSource string
+
+	TrustRecordedSpec bool
 }
 
 // InputError is an input file of the decision that cannot be read (it
@@ -68,11 +77,11 @@ func (e *InputError) Unwrap() error { return e.Err }
 // reads it (check 5), so that a missing lockfile is a refusal in the
 // verdict. Errors are *InputError naming the file.
 func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, error) {
-	ref, err := os.ReadFile(refPath)
+	ref, err := inputfile.Read(refPath, inputfile.MaxJSON)
 	if err != nil {
 		return Request{}, &InputError{Path: refPath, Err: err}
 	}
-	cfg, err := os.ReadFile(configPath)
+	cfg, err := inputfile.Read(configPath, inputfile.MaxJSON)
 	if err != nil {
 		return Request{}, &InputError{Path: configPath, Err: err}
 	}
@@ -103,10 +112,10 @@ func LoadRequest(refPath, configPath, lockfilePath, trustPath string) (Request, 
 // `/1` ref the spec Facts.BuildSpec builds as the previous release did —
 // and, without Request.Spec, requires that it decodes (a recorded spec
 // that does not is snapshot-missing; a built one that does not is
-// internal); with Request.Spec it runs CompareSpec(recorded, offered) with
+// internal); with Request.Spec it runs runspec.Compare(recorded, offered) with
 // the offered core's containerEnv and Facts.HostNamespace: an offered spec
 // that does not decode is bad-input, a recorded one snapshot-missing, and
-// a drift that SpecDriftRefused is spec-drift (exit 3); the verdict's
+// a drift that runspec.Refused is spec-drift (exit 3); the verdict's
 // SpecDrift holds the comparison.
 //
 // Every check is reported: "pass", "fail", or "skipped" after the first
@@ -182,6 +191,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 	v.SpecDrift = s.specDrift
 	if s.cc != nil {
 		v.Fence = s.cc.fence
+		v.Copy = s.cc.copied
 		if h := s.cc.takenOver; h != nil {
 			// Claim writes the fence + 1: the holder fenced out held the
 			// one before.
@@ -220,11 +230,11 @@ type state struct {
 	hostID string      // this host's id (check 7)
 	cc     *claimCheck // what the claim check established and did
 
-	spec       []byte      // the recorded spec's bytes, read by check 9 (nil for a /1 ref)
-	createSpec []byte      // the spec check 10 let the incarnation be created from
-	offerSpec  bool        // createSpec is the offered --spec
-	specEdits  []string    // what PatchSpec changed (notApplied)
-	specDrift  []SpecDrift // check 10's comparison; nil when none ran
+	spec       []byte              // the recorded spec's bytes, read by check 9 (nil for a /1 ref)
+	createSpec []byte              // the spec check 10 let the incarnation be created from
+	offerSpec  bool                // createSpec is the offered --spec
+	specEdits  []string            // what runspec.Patch changed (notApplied)
+	specDrift  []runspec.SpecDrift // check 10's comparison; nil when none ran
 
 	// Set by Resume only: the claim check then runs Claim.
 	mat         Materializer
@@ -538,7 +548,7 @@ func (s *state) imageMetadata() (string, error) {
 	if !ok {
 		return "no " + envmanifest.ImageMetadataLabel + " label", nil
 	}
-	rs := envmanifest.CheckImageMetadata(label)
+	rs := envmanifest.CheckImageMetadataPolicy(label, s.ref.Policy)
 	if len(rs) == 0 {
 		return "its " + envmanifest.ImageMetadataLabel + " label passes", nil
 	}

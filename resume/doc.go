@@ -39,14 +39,15 @@
 // identifier without tag or digest, mounts by target, image, remoteUser.
 // Each entry points into the recorded core when the member exists there,
 // else into the offered core, so an operator sees exactly which declaration
-// changed. CompareSpec compares an offered runtime spec with the recorded
-// one in the same shape (SpecDrift), driven by one rule table (SpecRules).
+// changed. Package runspec compares an offered runtime spec with the
+// recorded one in the same shape (runspec.SpecDrift), driven by one rule
+// table (runspec.Rules).
 //
 // # Materialization
 //
 // Resume runs the same checks, claims the run in the ledger, and creates
 // the incarnation through the Materializer seam: every layer verified, the
-// recorded (or offered) spec edited as JSON by PatchSpec, the recorded
+// recorded (or offered) spec edited as JSON by runspec.Patch, the recorded
 // runtime and options, the ledger's Live.
 //
 // # Seams

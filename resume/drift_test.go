@@ -111,6 +111,11 @@ func TestDiffCores(t *testing.T) {
 
 func TestVerdictJSON(t *testing.T) {
 	fx := newFixture(t, baseConfig)
+	// The ledger records the generation (a claim released), so the verdict
+	// is no copy and has no "copy" member.
+	if err := fx.claimAs(liveResumer(t, "earlier")).Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	v := fx.decide()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -58,7 +58,7 @@ func ExampleDecide() {
 		return
 	}
 	diff := []byte("the run's rootfs diff (zstd)")
-	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}`)
 	ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.IsPinned(),
 		Policy: []string{}, Host: host, Base: base, Created: "2026-11-30T17:00:00Z",
 		Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: facts.PutBlob(diff), Size: int64(len(diff)),
@@ -74,8 +74,10 @@ func ExampleDecide() {
 	trust := envelope.NewKeyRing(key.Public().(ed25519.PublicKey))
 
 	decide := func(offered string, trust *envelope.KeyRing) {
+		// The ref was signed here, not suspended through this (empty)
+		// ledger: it is resumed as a copy.
 		v := resume.Decide(ctx, facts, lfake.New(), resume.Request{
-			RefFile: refFile, RefSource: "demo-1.ref.json", Config: []byte(offered), ConfigPath: path, Trust: trust})
+			RefFile: refFile, RefSource: "demo-1.ref.json", Config: []byte(offered), ConfigPath: path, Trust: trust, Copy: true})
 		fmt.Printf("accepted %t, class %q, exit %d\n", v.Accepted, v.Class, v.ExitCode)
 		for _, c := range v.Checks {
 			if c.Result == resume.ResultFail { // the checks after it are skipped

@@ -120,7 +120,7 @@ func newFixture(t testing.TB, config string) *fixture {
 		t.Fatal(err)
 	}
 	diff := []byte("zstd rootfs diff of " + testRun)
-	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}`)
 	fx.ref = snapshot.Ref{
 		Schema:     snapshot.RefSchema,
 		Run:        testRun,
@@ -176,6 +176,11 @@ func (fx *fixture) request(refFile []byte) resume.Request {
 		Config:     []byte(fx.config),
 		ConfigPath: fx.configPath(),
 		Trust:      fx.trust,
+		// The fixture's generations are signed here, not suspended through
+		// its ledger: a resume of one is a copy (docs/design.md "Exactly
+		// once across hosts", not-handed-off). TestClaimCheckOutcomes sets
+		// Copy per case.
+		Copy: true,
 	}
 }
 

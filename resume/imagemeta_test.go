@@ -115,6 +115,26 @@ func TestImageMetadataCheck(t *testing.T) {
 	}
 }
 
+// TestImageMetadataRecordedPolicy: a label's containerEnv goes through the
+// ref's recorded reserved-environment policy (docs/design.md
+// "Hardening"): LD_PRELOAD is refused when the policy reserves it, and
+// passes under a recorded policy of none.
+func TestImageMetadataRecordedPolicy(t *testing.T) {
+	labels := map[string]string{testimage.MetadataLabelKey: `[{"containerEnv":{"LD_PRELOAD":"/usr/lib/x.so"}}]`}
+	fx := newFixture(t, baseConfig)
+	fx.ref.Policy = []string{"LD_PRELOAD"}
+	labelImage(t, fx, labels)
+	v := fx.decide()
+	wantVerdict(t, v, 2, resume.ClassImageMetadata, resume.CheckImage)
+	if got := refusalPairs(v); fmt.Sprint(got) != fmt.Sprint([]testimage.MetadataRefusal{{Pointer: testimage.MetadataPointer + "/0/containerEnv/LD_PRELOAD", Class: "reserved-env"}}) {
+		t.Errorf("refusals %v", got)
+	}
+	fx = newFixture(t, baseConfig)
+	fx.ref.Policy = []string{}
+	labelImage(t, fx, labels)
+	wantVerdict(t, fx.decide(), 0, "", "")
+}
+
 // TestImageMetadataCheckOrder: the label is check 8's last condition. A
 // digest-pinned image is checked too; a drifted name or missing content
 // fails before the label is looked at; other labels are not checked.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 )
 
 // specName names the spec check 10 compares against, for details.
@@ -27,6 +29,9 @@ func (s *state) offeredSpecName() string {
 // decodes; an offered spec decodes and does not widen it. What passes is
 // what the incarnation is created from (state.createSpec).
 func (s *state) specCheck(ctx context.Context) (string, error) {
+	if err := s.judgeRecorded(ctx); err != nil {
+		return "", err
+	}
 	if s.ref.Spec == nil && s.req.Spec == nil {
 		// The previous release's incarnation, made by the Materializer
 		// from the image config and the containerEnv entries on the
@@ -52,8 +57,8 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 		return refuse(CheckSpec, ClassSnapshotMissing, fmt.Errorf("/ref/spec %s does not decode: %w", s.ref.Spec.Digest, err))
 	}
 	if s.req.Spec == nil {
-		if _, serr := decodeSpec(SpecRecorded, recorded); serr != nil {
-			return "", recordedBad(serr)
+		if err := runspec.Validate(runspec.SideRecorded, recorded); err != nil {
+			return "", recordedBad(err)
 		}
 		if err := s.patch(recorded, s.ref.Spec != nil); err != nil {
 			return "", recordedBad(err)
@@ -61,13 +66,15 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 		return "no spec offered: the incarnation is created from " + s.specName(), nil
 	}
 
-	drift, err := CompareSpec(recorded, s.req.Spec, SpecOptions{
+	drift, err := runspec.Compare(recorded, s.req.Spec, runspec.Options{
 		ContainerEnv:  s.offered.Core.ContainerEnv,
+		Reserved:      s.ref.Policy,
 		HostNamespace: s.facts.HostNamespace,
+		BindSource:    runspec.CheckBindSource,
 	})
-	var serr *SpecError
+	var serr *runspec.Error
 	switch {
-	case errors.As(err, &serr) && serr.Side == SpecRecorded:
+	case errors.As(err, &serr) && serr.Side == runspec.SideRecorded:
 		return "", recordedBad(serr)
 	case errors.As(err, &serr):
 		return "", refuse(CheckSpec, ClassBadInput, fmt.Errorf("%s: %w", s.offeredSpecName(), serr))
@@ -102,13 +109,50 @@ func (s *state) specCheck(ctx context.Context) (string, error) {
 	return detail, nil
 }
 
+// judgeRecorded refuses (spec-drift) a recorded spec or runtime that
+// runspec.JudgeRecorded finds hazards in, unless the request trusts it or
+// this ledger recorded the generation from a suspend on this host (its
+// suspendedBy names this host at the ref's generation). The ref's own
+// host is not taken at its word: its signer is trusted, the host that
+// recorded it may not be. A /1 ref's spec is built here and only its
+// runtime is judged.
+func (s *state) judgeRecorded(ctx context.Context) error {
+	if s.req.TrustRecordedSpec {
+		return nil
+	}
+	if s.ledger != nil {
+		rec, err := s.ledger.Get(ctx, s.ref.Run)
+		// A ledger that cannot be read is judged like no record: check
+		// 11 (claim) reports the ledger's error.
+		if err == nil && rec.SuspendedBy != nil && rec.SuspendedBy.Generation == s.ref.Generation && rec.SuspendedBy.Host == s.hostID {
+			return nil
+		}
+	}
+	var spec []byte
+	if s.ref.Spec != nil {
+		spec = s.spec
+	}
+	hazards, err := runspec.JudgeRecorded(spec, s.ref.Runtime)
+	if err != nil {
+		return refuse(CheckSpec, ClassSnapshotMissing, fmt.Errorf("/ref/spec %s does not decode: %w", s.ref.Spec.Digest, err))
+	}
+	if len(hazards) == 0 {
+		return nil
+	}
+	what := make([]string, len(hazards))
+	for i, h := range hazards {
+		what[i] = h.String()
+	}
+	return refusef(CheckSpec, ClassSpecDrift, "recorded spec from host %s carries %s", s.ref.Host.ID, strings.Join(what, "; "))
+}
+
 // patch makes the spec the incarnation is created from (state.createSpec):
-// spec edited by PatchSpec for the container to create in this namespace,
+// spec edited by runspec.Patch for the container to create in this namespace,
 // recorded namespace paths dropped when dropPaths (the recorded spec of a
 // /2 ref; a built spec has none, an offered one keeps its own).
 func (s *state) patch(spec []byte, dropPaths bool) error {
-	out, notApplied, err := PatchSpec(spec, SpecEdit{
-		RootPath: BundleRootfs, Namespace: s.facts.Namespace(), ID: s.targetID(), DropNamespacePaths: dropPaths,
+	out, notApplied, err := runspec.Patch(spec, runspec.Edit{
+		RootPath: runspec.BundleRootfs, Namespace: s.facts.Namespace(), ID: s.targetID(), DropNamespacePaths: dropPaths,
 	})
 	if err != nil {
 		return err

@@ -2,12 +2,19 @@ package resume_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // recordedSpec is a runtime spec as containerd holds it for a container
@@ -35,7 +42,7 @@ const recordedSpec = `{
   "x-runtime-extension": {"kept": [1, 2, 3]},
   "linux": {
     "cgroupsPath": "system.slice:sr:demo-1",
-    "namespaces": [{"type": "pid"}, {"type": "network", "path": "/var/run/netns/old"}, {"type": "mount"}]
+    "namespaces": [{"type": "pid"}, {"type": "network", "path": "/var/run/netns/old"}, {"type": "mount"}, {"type": "ipc"}, {"type": "uts"}]
   }
 }`
 
@@ -91,7 +98,7 @@ func TestResumeFromRecordedSpec(t *testing.T) {
 	got := string(c.Spec.Spec)
 	for _, want := range []string{
 		`"terminal":false`, `"root":{"path":"rootfs"}`, `"cgroupsPath":"system.slice:sr:` + id + `"`,
-		`"namespaces":[{"type": "pid"},{"type":"network"},{"type": "mount"}]`,
+		`"namespaces":[{"type": "pid"},{"type":"network"},{"type": "mount"},{"type": "ipc"},{"type": "uts"}]`,
 		`"hard": 18446744073709551615`, `"x-runtime-extension":{"kept": [1, 2, 3]}`,
 		`["/bin/sh", "-c", "echo hi; exec sleep 86400"]`, `"source": "/srv/host-a/work"`,
 	} {
@@ -129,7 +136,8 @@ func TestSpecCheck(t *testing.T) {
 		drift   []string // pointers of specDrift entries, "+" suffix for allowed
 		created bool
 	}
-	bind := edit(t, `"/srv/host-a/work"`, `"/srv/host-b/work"`)
+	hostB := strconv.Quote(t.TempDir()) // an offered bind source must exist here (runspec.CheckBindSource)
+	bind := edit(t, `"/srv/host-a/work"`, hostB)
 	for _, tc := range []struct {
 		name  string
 		spec  string
@@ -141,7 +149,7 @@ func TestSpecCheck(t *testing.T) {
 		{"args, env, cwd differ", edit(t, `exec sleep 86400"`, `exec sleep 1"`, `"cwd": "/work"`, `"cwd": "/tmp"`), nil, want{0, "", "", "does not widen", []string{}, true}},
 		{"CAP_SYS_ADMIN added", edit(t, `"bounding": ["CAP_CHOWN", "CAP_KILL"]`, `"bounding": ["CAP_CHOWN", "CAP_KILL", "CAP_SYS_ADMIN"]`), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/capabilities/bounding", []string{"/process/capabilities/bounding/2"}, false}},
-		{"CAP_SYS_ADMIN and a bind source", edit(t, `"effective": ["CAP_CHOWN", "CAP_KILL"]`, `"effective": ["CAP_SYS_ADMIN"]`, `"/srv/host-a/work"`, `"/srv/host-b/work"`), nil,
+		{"CAP_SYS_ADMIN and a bind source", edit(t, `"effective": ["CAP_CHOWN", "CAP_KILL"]`, `"effective": ["CAP_SYS_ADMIN"]`, `"/srv/host-a/work"`, hostB), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/capabilities/effective", nil, false}},
 		{"noNewPrivileges off", edit(t, `"noNewPrivileges": true`, `"noNewPrivileges": false`), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/noNewPrivileges", []string{"/process/noNewPrivileges"}, false}},
@@ -151,6 +159,12 @@ func TestSpecCheck(t *testing.T) {
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/x-new", []string{"/x-new"}, false}},
 		{"containerEnv entry missing", edit(t, `"A=1", `, ``), nil,
 			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/env", nil, false}},
+		{"bind source re-pointed at the containerd socket", edit(t, `"/srv/host-a/work"`, `"/run/containerd/containerd.sock"`), nil,
+			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/mounts/1/source", []string{"/mounts/1/source"}, false}},
+		{"bind source that does not exist here", edit(t, `"/srv/host-a/work"`, strconv.Quote(filepath.Join(t.TempDir(), "gone"))), nil,
+			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/mounts/1/source", []string{"/mounts/1/source"}, false}},
+		{"reserved env name added", edit(t, `"A=1", `, `"A=1", "LD_PRELOAD=/tmp/x.so", `), func(fx *fixture) { fx.ref.Policy = []string{"LD_PRELOAD"} },
+			want{3, resume.ClassSpecDrift, resume.CheckSpec, "/process/env/2", []string{"/process/env/2"}, false}},
 		{"not JSON", `{"ociVersion": `, nil, want{2, resume.ClassBadInput, resume.CheckSpec, "offered spec", nil, false}},
 		{"not a spec", `["ociVersion"]`, nil, want{2, resume.ClassBadInput, resume.CheckSpec, "offered.json: offered spec", nil, false}},
 		{"wrong type", edit(t, `"terminal": true`, `"terminal": "yes"`), nil, want{2, resume.ClassBadInput, resume.CheckSpec, "/process/terminal", nil, false}},
@@ -228,14 +242,15 @@ func TestSpecCheck(t *testing.T) {
 // terminal set false.
 func TestOfferedSpecIsCreated(t *testing.T) {
 	fx, m := specFixture(t)
-	offered := edit(t, `"/srv/host-a/work"`, `"/srv/host-b/work"`, `"/var/run/netns/old"`, `"/var/run/netns/new"`)
+	hostB := strconv.Quote(t.TempDir()) // an offered bind source must exist here (runspec.CheckBindSource)
+	offered := edit(t, `"/srv/host-a/work"`, hostB, `"/var/run/netns/old"`, `"/var/run/netns/new"`)
 	v := resume.Resume(t.Context(), fx.facts, fx.ledger, m, withSpec(fx, offered), resume.ResumeOptions{Container: "offered"})
 	wantVerdict(t, v, 0, "", "")
 	if want := []string{"/process/terminal"}; !slices.Equal(v.NotApplied, want) {
 		t.Errorf("notApplied %v, want %v", v.NotApplied, want)
 	}
 	c, _ := m.Incarnation("offered")
-	for _, want := range []string{`"/srv/host-b/work"`, `"path": "/var/run/netns/new"`, `"terminal":false`, `"cgroupsPath":"system.slice:sr:offered"`} {
+	for _, want := range []string{hostB, `"path": "/var/run/netns/new"`, `"terminal":false`, `"cgroupsPath":"system.slice:sr:offered"`} {
 		if !strings.Contains(string(c.Spec.Spec), want) {
 			t.Errorf("created spec lacks %s:\n%s", want, c.Spec.Spec)
 		}
@@ -243,4 +258,56 @@ func TestOfferedSpecIsCreated(t *testing.T) {
 	if len(v.SpecDrift) != 1 || !v.SpecDrift[0].Allowed || v.SpecDrift[0].Pointer != "/mounts/1/source" {
 		t.Errorf("specDrift %s", dump(v.SpecDrift))
 	}
+}
+
+// TestRecordedSpecFromAnotherHost: a recorded spec and runtime are judged
+// against the local policy (runspec.JudgeRecorded) unless this ledger
+// recorded the generation from a suspend on this host, or the request
+// trusts them (docs/design.md "Hardening"): OCI hooks and a runc
+// BinaryName are spec-drift (3) naming the recording host.
+func TestRecordedSpecFromAnotherHost(t *testing.T) {
+	hooked := edit(t, `"hostname": "box",`, `"hostname": "box", "hooks": {"prestart": [{"path": "/usr/bin/nsenter"}]},`)
+	binary := &snapshot.Runtime{Name: resume.DefaultRuntime, Options: &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options",
+		Value: []byte("\x32\x10/run/rootfs/runc")}} // field 6, binary_name
+	for _, tc := range []struct {
+		name   string
+		setup  func(*fixture)
+		detail string
+	}{
+		{"hooks", func(fx *fixture) { fx.setSpec(hooked) }, "/hooks/prestart"},
+		{"runc BinaryName", func(fx *fixture) { fx.ref.Runtime = binary }, "/ref/runtime/options/binary_name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx, m := specFixture(t)
+			tc.setup(fx)
+			req := fx.request(fx.signed())
+			for _, mode := range []string{"decide", "resume"} {
+				var v *resume.Verdict
+				if mode == "decide" {
+					v = resume.Decide(t.Context(), fx.facts, fx.ledger, req)
+				} else {
+					v = resume.Resume(t.Context(), fx.facts, fx.ledger, m, req, resume.ResumeOptions{})
+				}
+				wantVerdict(t, v, 3, resume.ClassSpecDrift, resume.CheckSpec)
+				if d := v.Check(resume.CheckSpec).Detail; !strings.Contains(d, "recorded spec from host "+testHostID+" carries "+tc.detail) {
+					t.Errorf("%s: detail %q", mode, d)
+				}
+			}
+			if len(m.Containers()) != 0 || fx.record() != nil {
+				t.Errorf("a judged spec created %v, claimed %v", m.Containers(), fx.record())
+			}
+			req.TrustRecordedSpec = true
+			wantVerdict(t, resume.Decide(t.Context(), fx.facts, fx.ledger, req), 0, "", "")
+		})
+	}
+	t.Run("recorded here", func(t *testing.T) {
+		fx, _ := specFixture(t)
+		fx.setSpec(hooked)
+		refFile := fx.signed()
+		if _, err := fx.ledger.Suspended(t.Context(), ledger.SuspendRequest{Run: testRun, Generation: 1, Ref: digest.FromBytes(refFile),
+			Container: ledger.Container{Host: testHostID, Namespace: fx.facts.Namespace(), ID: "src"}, Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		wantVerdict(t, resume.Decide(t.Context(), fx.facts, fx.ledger, fx.request(refFile)), 0, "", "")
+	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 )
 
 // Check names, in the order Decide runs them (docs/design.md "Resume decision",
@@ -83,7 +84,7 @@ type CheckResult struct {
 // /config/Labels/devcontainer.metadata), sorted by pointer; Drift compares the recorded and offered manifest cores
 // whenever check 5 produced an offered core (see DiffCores). Both encode as
 // [] when empty. SpecDrift is check 10's comparison of an offered spec
-// with the recorded (or, for a `/1` ref, the built) one, CompareSpec's
+// with the recorded (or, for a `/1` ref, the built) one, runspec.Compare's
 // result: "specDrift"?, present exactly when a spec was offered and both
 // decoded ([] when nothing differs), every entry widening the recorded
 // spec plus the allowed bind-mount sources ("allowed": true).
@@ -113,7 +114,7 @@ type Verdict struct {
 	Refusals []envmanifest.Refusal
 	Drift    []DriftEntry
 	// SpecDrift is check 10's comparison (nil when no spec was compared).
-	SpecDrift  []SpecDrift
+	SpecDrift  []runspec.SpecDrift
 	Container  string
 	NotApplied []string
 	// Pid is the started task's process id (resume --start), 0 otherwise.
@@ -131,6 +132,9 @@ type Verdict struct {
 	Fence uint64
 	// TakenOver is the live holder a take-over fenced out, nil otherwise.
 	TakenOver *TakenOver
+	// Copy is true when the claim check accepted, as a copy (Request.Copy),
+	// a generation the ledger never recorded with this ref: "copy"? true.
+	Copy bool
 }
 
 // TakenOver names the holder a take-over fenced out: the container that
@@ -151,7 +155,7 @@ type verdictJSON struct {
 	Checks      []CheckResult         `json:"checks"`
 	Refusals    []envmanifest.Refusal `json:"refusals"`
 	Drift       []DriftEntry          `json:"drift"`
-	SpecDrift   *[]SpecDrift          `json:"specDrift,omitempty"`
+	SpecDrift   *[]runspec.SpecDrift  `json:"specDrift,omitempty"`
 	Container   string                `json:"container,omitempty"`
 	NotApplied  []string              `json:"notApplied,omitempty"`
 	Pid         uint32                `json:"pid,omitempty"`
@@ -160,12 +164,13 @@ type verdictJSON struct {
 	Generation  uint64                `json:"generation,omitempty"`
 	Fence       uint64                `json:"fence,omitempty"`
 	TakenOver   *TakenOver            `json:"takenOver,omitempty"`
+	Copy        bool                  `json:"copy,omitempty"`
 }
 
 // MarshalJSON encodes the verdict as docs/design.md's object:
 // {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
 // "specDrift"?, "container"?, "notApplied"?, "pid"?, "materialize"?, "run"?,
-// "generation"?, "fence"?, "takenOver"?}.
+// "generation"?, "fence"?, "takenOver"?, "copy"?}.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	w := verdictJSON{
 		Accepted:    v.Accepted,
@@ -181,6 +186,7 @@ func (v *Verdict) MarshalJSON() ([]byte, error) {
 		Generation:  v.Generation,
 		Fence:       v.Fence,
 		TakenOver:   v.TakenOver,
+		Copy:        v.Copy,
 	}
 	if v.Class != "" {
 		c := v.Class
@@ -223,6 +229,7 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 		Generation:  w.Generation,
 		Fence:       w.Fence,
 		TakenOver:   w.TakenOver,
+		Copy:        w.Copy,
 	}
 	if w.Class != nil {
 		v.Class = *w.Class
@@ -230,7 +237,7 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 	if w.SpecDrift != nil {
 		v.SpecDrift = *w.SpecDrift
 		if v.SpecDrift == nil {
-			v.SpecDrift = []SpecDrift{}
+			v.SpecDrift = []runspec.SpecDrift{}
 		}
 	}
 	return nil

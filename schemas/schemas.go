@@ -477,6 +477,9 @@ func verdictSchema() map[string]any {
 	r.fields["Verdict.takenOver"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
 		return map[string]any{"allOf": []any{b}, "description": "the live holder that --take-over fenced out (an operator's decision) and the fence it held"}
 	}}
+	r.fields["Verdict.copy"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"const": true, "description": "present (true) when the claim accepted, as a copy (resume --copy), a generation this ledger never recorded with this ref"})
+	}}
 	r.descrip["TakenOver"] = "a holder fenced out by a take-over: host, namespace, container, and the fence it held"
 	r.fields["CheckResult.result"] = set(map[string]any{"enum": []any{resume.ResultPass, resume.ResultFail, resume.ResultSkipped}})
 	var rc []any

@@ -1023,6 +1023,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		otherHost bool
 		spec      string // the offered --spec, "" for none
 		label     string // the image's devcontainer.metadata label, when not ""
+		noCopy    bool   // no --copy: the hand-signed generation was never recorded by the ledger
 		// record puts the run's ledger record in place; ref is the
 		// digest of the ref file decided.
 		record func(l *lfake.Ledger, ref digest.Digest)
@@ -1064,7 +1065,9 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.otherHost {
 			recHost.ID = "99999999-2222-3333-4444-555555555555"
 		}
-		spec := []byte(`{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/a","options":["rbind"]}]}`)
+		// the namespaces of containerd's default spec: without them the
+		// recorded spec shares the host's and is judged (runspec.JudgeRecorded)
+		spec := []byte(`{"ociVersion":"1.2.0","linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]},"mounts":[{"destination":"/work","type":"bind","source":"/a","options":["rbind"]}]}`)
 		ref := snapshot.Ref{Schema: snapshot.RefSchema, Run: "demo-1", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.Core.IsPinned(),
 			Policy: []string{}, Host: recHost, Base: base,
 			Layers: []snapshot.Layer{{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: diffDigest, Size: int64(len(diff)),
@@ -1094,7 +1097,9 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		if s.record != nil {
 			s.record(l, digest.FromBytes(refFile))
 		}
-		req := resume.Request{RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr}
+		// The refs are signed here, not suspended through the ledger: a
+		// resume of one is a copy (docs/design.md "Exactly once across hosts").
+		req := resume.Request{RefFile: refFile, RefSource: "ref.json", Config: []byte(offered), ConfigPath: cfgPath, Trust: tr, Copy: !s.noCopy}
 		if s.spec != "" {
 			req.Spec, req.SpecSource = []byte(s.spec), "spec.json"
 		}
@@ -1115,11 +1120,12 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		"cross-host":        run(setup{otherHost: true}),
 		"image-unresolved":  run(setup{noImage: true}),
 		"snapshot-missing":  run(setup{noDiff: true}),
-		"spec-allowed":      run(setup{spec: `{"ociVersion":"1.2.0","mounts":[{"destination":"/work","type":"bind","source":"/b","options":["rbind"]}]}`}),
-		"spec-drift": run(setup{spec: `{"ociVersion":"1.2.0","process":{"capabilities":{"bounding":["CAP_SYS_ADMIN"]}},` +
+		"spec-allowed":      run(setup{spec: `{"ociVersion":"1.2.0","linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]},"mounts":[{"destination":"/work","type":"bind","source":"/tmp","options":["rbind"]}]}`}),
+		"spec-drift": run(setup{spec: `{"ociVersion":"1.2.0","process":{"capabilities":{"bounding":["CAP_SYS_ADMIN"]}},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]},` +
 			`"mounts":[{"destination":"/work","type":"bind","source":"/b","options":["rbind"]}]}`}),
 		"spec-bad-input": run(setup{spec: `{"ociVersion": 1}`}),
 		"image-metadata": run(setup{label: `[{"id":"ghcr.io/devcontainers/features/node:1"},{"postCreateCommand":"npm ci"}]`}),
+		"not-handed-off": run(setup{noCopy: true}),
 		"superseded": run(setup{record: func(l *lfake.Ledger, _ digest.Digest) {
 			l.Discard(context.Background(), "demo-1", false)
 		}}),

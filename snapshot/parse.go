@@ -473,6 +473,9 @@ func (d *refDecoder) v2(inner *strictjson.Node, top map[string]*strictjson.Node,
 		}
 		spec.Digest = d.digest(m["digest"], "digest")
 		spec.Size = d.size(m["size"], "size")
+		if spec.Size > MaxSpecSize {
+			d.refuse(m["size"].Pointer, envmanifest.ClassInvalidValue, "spec size %d is more than %d bytes: a runtime spec is never that large (docs/design.md \"Hardening\", \"Bounded reads\")", spec.Size, MaxSpecSize)
+		}
 		r.Spec = spec
 	}
 	if m, ok := d.members(top["runtime"], "runtime", runtimeMembers); ok {

@@ -38,6 +38,7 @@ func resumeInto(t *testing.T, f *memhost.Machine, l ledger.Ledger, res *suspend.
 	ctx := context.Background()
 	ref := res.Ref
 	claim, err := l.Claim(ctx, ledger.ClaimRequest{Run: ref.Run, Generation: ref.Generation, Ref: res.RefBlob,
+		RunUID: ref.RunUID, Parent: ref.Parent, Ancestors: ref.Ancestors,
 		Holder: ledger.Holder{Container: ledger.Container{Host: testHost.ID, Namespace: memhost.DefaultNamespace, ID: id}, PID: 7, Start: "s", Boot: "b"}})
 	if err != nil {
 		t.Fatalf("claim generation %d: %v", ref.Generation, err)
@@ -483,7 +484,7 @@ func TestSuspendLaterRefusals(t *testing.T) {
 		want    error
 	}{
 		{"taken over: another fence", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
-			if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 1, Ref: g1.RefBlob, TakeOver: true,
+			if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 1, Ref: g1.RefBlob, RunUID: g1.Ref.RunUID, TakeOver: true,
 				Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "other"}, PID: 1}}); err != nil {
 				t.Fatal(err)
 			}
@@ -670,7 +671,7 @@ func TestSuspendLaterLedgerOutcomes(t *testing.T) {
 		f, e, inner, g1 := laterFixture(t, `{"image":"busybox:1"}`)
 		l := &testLedger{Ledger: inner, suspended: func(ctx context.Context, req ledger.SuspendRequest) (ledger.Record, error) {
 			// Taken over between step 2 and the record.
-			if _, err := inner.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 1, Ref: g1.RefBlob, TakeOver: true,
+			if _, err := inner.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 1, Ref: g1.RefBlob, RunUID: g1.Ref.RunUID, TakeOver: true,
 				Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "other"}, PID: 1}}); err != nil {
 				t.Fatal(err)
 			}
@@ -885,7 +886,7 @@ func TestSuspendLaterRerunNotOurs(t *testing.T) {
 	}
 	t.Run("not recorded, then taken over", func(t *testing.T) {
 		f, e, l, g1 := interrupted(t, false)
-		if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 1, Ref: g1.RefBlob, TakeOver: true,
+		if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 1, Ref: g1.RefBlob, RunUID: g1.Ref.RunUID, TakeOver: true,
 			Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "other"}, PID: 1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -897,7 +898,7 @@ func TestSuspendLaterRerunNotOurs(t *testing.T) {
 	t.Run("recorded kept running, then taken over", func(t *testing.T) {
 		f, e, l, _ := interrupted(t, true)
 		rec, _ := l.Get(ctx, "later")
-		if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 2, Ref: rec.Ref, TakeOver: true,
+		if _, err := l.Claim(ctx, ledger.ClaimRequest{Run: "later", Generation: 2, Ref: rec.Ref, RunUID: rec.RunUID, TakeOver: true,
 			Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "other"}, PID: 1}}); err != nil {
 			t.Fatal(err)
 		}

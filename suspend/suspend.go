@@ -804,6 +804,7 @@ func (s *suspension) undo(ctx context.Context, cause error, labels map[string]st
 func (s *suspension) record(ctx context.Context, ref digest.Digest) (ledger.Record, error) {
 	rec, err := s.l.Suspended(ctx, ledger.SuspendRequest{
 		Run: s.run, Generation: s.gen, Ref: ref, Container: s.who, Created: s.ctr.Created, Fence: s.fence, Keep: s.req.KeepRunning,
+		RunUID: s.runUID, // the ledger refuses another run's (and, at generation 1, a purged run's)
 	})
 	if err == nil {
 		return rec, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -15,6 +14,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 )
@@ -233,9 +233,11 @@ func badInput(err error) error {
 	return &exitError{class: exitcode.ClassBadInput, err: err}
 }
 
-// readInput reads a file named on the command line; failures are badInput.
+// readInput reads a JSON file named on the command line through
+// internal/inputfile (at most inputfile.MaxJSON bytes, no devices);
+// failures are badInput.
 func readInput(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxJSON)
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -251,10 +253,11 @@ func loadTrust(path string) (*envelope.KeyRing, error) {
 	return trust, nil
 }
 
-// loadKey loads the private key of --key; failures, a key of the wrong
-// kind included, are badInput.
+// loadKey loads the private key of --key (envelope.LoadPrivateKeyFile: a
+// key file group or other may read is refused); failures, a key of the
+// wrong kind included, are badInput.
 func loadKey(path string) (ed25519.PrivateKey, error) {
-	key, err := envelope.LoadPrivateKey(path)
+	key, err := envelope.LoadPrivateKeyFile(path)
 	if err != nil {
 		return nil, badInput(err)
 	}

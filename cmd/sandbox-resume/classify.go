@@ -7,6 +7,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -37,8 +38,15 @@ var sentinelClasses = []struct {
 	{snapshot.ErrDiffCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrBlobCorrupt, exitcode.ClassSnapshotMissing},
 	{snapshot.ErrInvalidRun, exitcode.ClassUsage},
+	// A workload file named like a whiteout, at suspend (docs/design.md
+	// "Hardening", "Workload file names").
+	{snapshot.ErrWhiteoutName, exitcode.ClassBadInput},
 	// A config (or other input) file that does not exist is refused input.
 	{fs.ErrNotExist, exitcode.ClassBadInput},
+	// An input file over its cap, or a device (docs/design.md "Hardening",
+	// "Bounded reads").
+	{inputfile.ErrTooLarge, exitcode.ClassBadInput},
+	{inputfile.ErrNotRegular, exitcode.ClassBadInput},
 }
 
 // classify maps an error to its class; its exit code is Class.Code. In
@@ -77,6 +85,8 @@ func classify(err error) exitcode.Class {
 		return exitcode.ClassForked
 	case ledger.ClassClaimConflict:
 		return exitcode.ClassClaimConflict
+	case ledger.ClassBadInput:
+		return exitcode.ClassBadInput
 	}
 	for _, s := range sentinelClasses {
 		if errors.Is(err, s.err) {

@@ -142,7 +142,7 @@ func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func exitCodesDoc() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, generatedNote, "internal/exitcode (Codes and Class.Code)")
+	fmt.Fprintf(&b, generatedNote, "internal/exitcode (Codes, Class.Code and HardeningRefusals)")
 	b.WriteString("# Exit codes\n\n")
 	b.WriteString("Every `sandbox-resume` command exits with one of these codes (docs/design.md \"CLI contract\"). " +
 		"Under `--output json` a failure that is not a verdict prints `{\"error\": {\"class\", \"message\", \"refusals\"?}}` on stdout.\n\n")
@@ -164,6 +164,12 @@ func exitCodesDoc() string {
 		fmt.Fprintf(&b, "`%s`", n)
 	}
 	b.WriteString(".\n")
+	b.WriteString("\n## Refusals of unsafe input\n\n")
+	b.WriteString("Refused outside a verdict (docs/design.md \"Hardening\"); each error names the file, entry or field.\n\n")
+	b.WriteString("| exit | refused | why |\n|---|---|---|\n")
+	for _, h := range exitcode.HardeningRefusals {
+		fmt.Fprintf(&b, "| %d | %s | %s |\n", h.Code, mdCell(h.What), mdCell(h.Why))
+	}
 	return b.String()
 }
 

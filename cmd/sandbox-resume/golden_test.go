@@ -198,6 +198,12 @@ func TestResumeGolden(t *testing.T) {
 	args := func(extra ...string) []string {
 		return append([]string{"resume", "--ref", testRefFile, "--config", testConfFile, "--trust", testPubFile}, extra...)
 	}
+	// copySetup is the world of a ref whose generation this ledger never
+	// recorded: the files and the daemon's content, no ledger record.
+	copySetup := func(w *world) {
+		files(w, r)
+		w.withFacts(r)
+	}
 	golden(t, "resume",
 		goldenCase{args: args("--check"), setup: setup, check: func(t *testing.T, w *world, _ int) {
 			if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateSuspended || len(w.rt.Containers()) != 0 {
@@ -231,17 +237,25 @@ func TestResumeGolden(t *testing.T) {
 		goldenCase{args: args("--check", "--spec", "offered.json"), setup: func(w *world) {
 			setup(w)
 			w.write("offered.json", strings.NewReplacer(`"hostname":"box-1"`, `"hostname":"box-2"`,
-				`"env":["PATH=/usr/bin:/bin"]`, `"env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"]`).Replace(string(memhost.DefaultSpec("box-1"))))
+				`"env":["PATH=/usr/bin:/bin"]`, `"env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"]`).Replace(string(recordedSpec())))
 		}},
 		goldenCase{args: args("--spec", "widened.json"), setup: func(w *world) {
 			setup(w)
-			w.write("widened.json", strings.Replace(string(memhost.DefaultSpec("box-1")), `"cwd":"/"`, `"cwd":"/","capabilities":{"bounding":["CAP_SYS_ADMIN"]}`, 1))
+			w.write("widened.json", strings.Replace(string(recordedSpec()), `"cwd":"/"`, `"cwd":"/","capabilities":{"bounding":["CAP_SYS_ADMIN"]}`, 1))
 		}, check: func(t *testing.T, w *world, code int) {
 			if code != 3 || len(w.rt.Containers()) != 0 {
 				t.Errorf("widened spec: exit %d, containers %v", code, w.rt.Containers())
 			}
 		}},
 		goldenCase{args: args("--check", "--spec", "absent.json"), setup: setup},
+		// Turn 3: a generation this ledger never recorded (no handoff) is
+		// 9, not-handed-off; --copy resumes it and says copy: true.
+		goldenCase{args: args("--check"), setup: copySetup},
+		goldenCase{args: args("--copy"), setup: copySetup, check: func(t *testing.T, w *world, code int) {
+			if rec, _ := w.l.Get(context.Background(), testRunID); code != 0 || rec.State != ledger.StateLive {
+				t.Errorf("resume --copy: exit %d, record %+v", code, rec)
+			}
+		}},
 	)
 }
 
@@ -277,7 +291,39 @@ func TestRunsGolden(t *testing.T) {
 		goldenCase{args: []string{"runs", "--run", testRunID}, setup: setup},
 		goldenCase{args: []string{"runs", "--run", "unknown"}, setup: setup},
 		goldenCase{args: []string{"runs", "--ledger-timeout", "0s"}},
+		// Turn 3: a handed-off record and the lineage members.
+		goldenCase{args: []string{"runs"}, setup: lineageSetup(t)},
 	)
+}
+
+// lineageSetup records a run handed off to another host, a run received
+// from one, and a fork, with run UIDs (docs/design.md "The run ledger").
+func lineageSetup(t *testing.T) func(w *world) {
+	return func(w *world) {
+		ctx := context.Background()
+		ctr := func(id string) ledger.Container {
+			return ledger.Container{Host: testHostID, Namespace: "sandbox-resume", ID: id}
+		}
+		made := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
+		g1 := digest.FromString("moved g1")
+		if _, err := w.l.Suspended(ctx, ledger.SuspendRequest{Run: "moved", Generation: 1, Ref: g1, Container: ctr("box-m"), Created: made,
+			RunUID: "ruid:0123456789abcdef0123456789abcdef"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.l.HandedOff(ctx, ledger.HandOffRequest{Run: "moved", Generation: 1, Ref: g1, RunUID: "ruid:0123456789abcdef0123456789abcdef",
+			To: "host-b", Host: testHostID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.l.Received(ctx, ledger.ReceiveRequest{Run: "arrived", Generation: 3, Ref: digest.FromString("arrived g3"),
+			RunUID: "ruid:fedcba9876543210fedcba9876543210", From: "host-c", To: testHostID, Fence: 4}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.l.Suspended(ctx, ledger.SuspendRequest{Run: "forked", Generation: 1, Ref: digest.FromString("forked g1"), Container: ctr("box-f"), Created: made,
+			RunUID:     "ruid:00000000000000000000000000000001",
+			ForkedFrom: &ledger.ForkedFrom{Run: "moved", RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Ref: g1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestDiscardGolden(t *testing.T) {

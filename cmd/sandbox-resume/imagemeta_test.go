@@ -9,6 +9,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest/adopt"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 )
 
@@ -41,16 +42,16 @@ func TestImageMetadataErrorJSON(t *testing.T) {
 // ingest, "image-metadata" when only the image's label is refused; both
 // exit 2.
 func TestLintClass(t *testing.T) {
-	label := []envmanifest.LintRefusal{{Refusal: envmanifest.Refusal{Pointer: envmanifest.ImageMetadataPointer + "/0/privileged", Class: envmanifest.ClassExecutesOrWidens}}}
-	doc := []envmanifest.LintRefusal{{Refusal: envmanifest.Refusal{Pointer: "/runArgs", Class: envmanifest.ClassExecutesOrWidens}}}
+	label := []adopt.LintRefusal{{Refusal: envmanifest.Refusal{Pointer: envmanifest.ImageMetadataPointer + "/0/privileged", Class: envmanifest.ClassExecutesOrWidens}}}
+	doc := []adopt.LintRefusal{{Refusal: envmanifest.Refusal{Pointer: "/runArgs", Class: envmanifest.ClassExecutesOrWidens}}}
 	for _, tc := range []struct {
 		name string
-		res  *envmanifest.LintResult
+		res  *adopt.LintResult
 		want exitcode.Class
 	}{
-		{"label only", &envmanifest.LintResult{Source: "d.json", Manifest: &envmanifest.Manifest{}, ImageRefusals: label}, exitcode.ClassImageMetadata},
-		{"document", &envmanifest.LintResult{Source: "d.json", Refusals: doc}, exitcode.ClassRefused},
-		{"document and label", &envmanifest.LintResult{Source: "d.json", Refusals: doc, ImageRefusals: label}, exitcode.ClassRefused},
+		{"label only", &adopt.LintResult{Source: "d.json", Manifest: &envmanifest.Manifest{}, ImageRefusals: label}, exitcode.ClassImageMetadata},
+		{"document", &adopt.LintResult{Source: "d.json", Refusals: doc}, exitcode.ClassRefused},
+		{"document and label", &adopt.LintResult{Source: "d.json", Refusals: doc, ImageRefusals: label}, exitcode.ClassRefused},
 	} {
 		if got := lintClass(tc.res); got != tc.want || got.Code() != 2 {
 			t.Errorf("%s: lintClass = %s (exit %d), want %s", tc.name, got, got.Code(), tc.want)

@@ -29,6 +29,10 @@ type ledgerOptions struct {
 	// claimTTL is the hidden --ledger-claim-ttl: the TTL of an etcd claim's
 	// lease (tests shorten it).
 	claimTTL time.Duration
+	// insecureMode is --ledger-insecure-mode: a bolt ledger file writable
+	// by group or other, or owned by another uid, is used (docs/design.md
+	// "Hardening", "Ledger file"); without it such a file is refused (1).
+	insecureMode bool
 }
 
 // envLedger is the environment variable that sets --ledger's default.
@@ -47,6 +51,8 @@ func addLedgerFlags(cmd *cobra.Command, a *app) {
 	f.StringVar(&g.ledger.key, "ledger-key", "", "etcd ledger: client certificate's key (with --ledger-cert)")
 	f.DurationVar(&g.ledger.claimTTL, "ledger-claim-ttl", etcd.DefaultClaimTTL, "etcd ledger: TTL of a claim's lease (tests)")
 	_ = f.MarkHidden("ledger-claim-ttl")
+	f.BoolVar(&g.ledger.insecureMode, "ledger-insecure-mode", false,
+		"bolt ledger: use a ledger file writable by group or other, or owned by another uid (refused without it)")
 }
 
 // isEtcdLedger reports whether --ledger names an etcd cluster.
@@ -97,6 +103,10 @@ func openLedger(_ context.Context, o ledgerOptions) (ledger.Ledger, error) {
 		}
 		return l, nil
 	default:
-		return bolt.New(o.target, bolt.WithTimeout(o.timeout)), nil
+		opts := []bolt.Option{bolt.WithTimeout(o.timeout)}
+		if o.insecureMode {
+			opts = append(opts, bolt.WithInsecureMode())
+		}
+		return bolt.New(o.target, opts...), nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest/adopt"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -37,28 +38,28 @@ var checkImageMetadata = func(ctx context.Context, rt Runtime, base snapshot.Bas
 // lintOutput is the `lint --output json` object: the report, and "error"
 // (class "refused" or "image-metadata") exactly when the exit code is 2.
 type lintOutput struct {
-	Path          string                    `json:"path"`
-	OK            bool                      `json:"ok"`
-	Refusals      []envmanifest.LintRefusal `json:"refusals"`
-	Image         *envmanifest.ImageReport  `json:"image,omitempty"`
-	ImageRefusals []envmanifest.LintRefusal `json:"imageRefusals,omitempty"`
-	Fix           *lintFixOutput            `json:"fix,omitempty"`
-	Address       string                    `json:"address,omitempty"`
-	Pinned        *bool                     `json:"pinned,omitempty"`
-	Unpinned      []envmanifest.Unpinned    `json:"unpinned,omitempty"`
-	Excluded      []string                  `json:"excluded"`
-	Error         *jsonError                `json:"error,omitempty"`
+	Path          string              `json:"path"`
+	OK            bool                `json:"ok"`
+	Refusals      []adopt.LintRefusal `json:"refusals"`
+	Image         *adopt.ImageReport  `json:"image,omitempty"`
+	ImageRefusals []adopt.LintRefusal `json:"imageRefusals,omitempty"`
+	Fix           *lintFixOutput      `json:"fix,omitempty"`
+	Address       string              `json:"address,omitempty"`
+	Pinned        *bool               `json:"pinned,omitempty"`
+	Unpinned      []adopt.Unpinned    `json:"unpinned,omitempty"`
+	Excluded      []string            `json:"excluded"`
+	Error         *jsonError          `json:"error,omitempty"`
 }
 
 // lintFixOutput is what --fix did.
 type lintFixOutput struct {
-	Removed   []envmanifest.Removal     `json:"removed"`
-	Written   bool                      `json:"written"`
-	Remaining []envmanifest.LintRefusal `json:"remaining"`
+	Removed   []adopt.Removal     `json:"removed"`
+	Written   bool                `json:"written"`
+	Remaining []adopt.LintRefusal `json:"remaining"`
 }
 
 // newLintCmd builds `lint [--lockfile F] [--policy P] [--fix] PATH|-`
-// (docs/design.md "Adoption"): envmanifest.Lint, with the
+// (docs/design.md "Adoption"): adopt.Lint, with the
 // image checked through containerd when --address is given or
 // $CONTAINERD_ADDRESS is set.
 func newLintCmd(a *app) *cobra.Command {
@@ -105,7 +106,7 @@ for a hand edit).`,
 			if err != nil {
 				return nil, usageErrorf("--policy: %v", err)
 			}
-			opts := envmanifest.LintOptions{Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Fix: fix}
+			opts := adopt.LintOptions{Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Fix: fix}
 			if s.cmd.Flags().Changed("address") || os.Getenv("CONTAINERD_ADDRESS") != "" {
 				rt, err := s.runtime()
 				if err != nil {
@@ -113,17 +114,17 @@ for a hand edit).`,
 				}
 				opts.Image = inspectImage(rt)
 			}
-			var res *envmanifest.LintResult
+			var res *adopt.LintResult
 			if args[0] == "-" {
 				data, rerr := readStdin(s)
 				if rerr != nil {
 					return nil, rerr
 				}
-				res, err = envmanifest.Lint(s.ctx, data, opts)
+				res, err = adopt.Lint(s.ctx, data, opts)
 			} else {
-				res, err = envmanifest.LintFile(s.ctx, args[0], opts)
+				res, err = adopt.LintFile(s.ctx, args[0], opts)
 			}
-			if errors.Is(err, envmanifest.ErrImageUnresolved) {
+			if errors.Is(err, adopt.ErrImageUnresolved) {
 				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
@@ -147,16 +148,16 @@ for a hand edit).`,
 	return cmd
 }
 
-// inspectImage is lint's envmanifest.ImageInspector over rt: the image
+// inspectImage is lint's adopt.ImageInspector over rt: the image
 // resolved for the host platform (the index digest when the name is an
 // index), and its label through checkImageMetadata when there is one.
-func inspectImage(rt Runtime) envmanifest.ImageInspector {
-	return func(ctx context.Context, ref string) (*envmanifest.ImageReport, error) {
+func inspectImage(rt Runtime) adopt.ImageInspector {
+	return func(ctx context.Context, ref string) (*adopt.ImageReport, error) {
 		base, err := rt.ResolveImage(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
-		rep := &envmanifest.ImageReport{Reference: base.Name, Digest: base.ManifestDigest}
+		rep := &adopt.ImageReport{Reference: base.Name, Digest: base.ManifestDigest}
 		if base.IndexDigest != "" {
 			rep.Digest = base.IndexDigest
 		}
@@ -173,13 +174,13 @@ func inspectImage(rt Runtime) envmanifest.ImageInspector {
 
 // lintReport builds the JSON report; a result that is not OK gets an error
 // of class "refused", or "image-metadata" when only the label is refused.
-func lintReport(res *envmanifest.LintResult) lintOutput {
+func lintReport(res *adopt.LintResult) lintOutput {
 	out := lintOutput{
 		Path: res.Source, OK: res.OK(), Refusals: res.Refusals, Image: res.Image,
 		ImageRefusals: res.ImageRefusals, Unpinned: res.Unpinned, Excluded: res.Excluded,
 	}
 	if out.Refusals == nil {
-		out.Refusals = []envmanifest.LintRefusal{}
+		out.Refusals = []adopt.LintRefusal{}
 	}
 	if out.Excluded == nil {
 		out.Excluded = []string{}
@@ -187,10 +188,10 @@ func lintReport(res *envmanifest.LintResult) lintOutput {
 	if res.Fixed {
 		out.Fix = &lintFixOutput{Removed: res.Removed, Written: res.Written, Remaining: res.Remaining}
 		if out.Fix.Removed == nil {
-			out.Fix.Removed = []envmanifest.Removal{}
+			out.Fix.Removed = []adopt.Removal{}
 		}
 		if out.Fix.Remaining == nil {
-			out.Fix.Remaining = []envmanifest.LintRefusal{}
+			out.Fix.Remaining = []adopt.LintRefusal{}
 		}
 	}
 	if res.Manifest != nil {
@@ -215,7 +216,7 @@ func lintReport(res *envmanifest.LintResult) lintOutput {
 // lintClass is the class of a result that is not OK: "refused" when the
 // document (fixed, with --fix) does not ingest, else "image-metadata" (the
 // document ingests; only the image's label is refused). Both exit 2.
-func lintClass(res *envmanifest.LintResult) exitcode.Class {
+func lintClass(res *adopt.LintResult) exitcode.Class {
 	if res.Manifest != nil {
 		return exitcode.ClassImageMetadata
 	}
@@ -223,13 +224,13 @@ func lintClass(res *envmanifest.LintResult) exitcode.Class {
 }
 
 // fixText says what --fix does about a refusal.
-func fixText(r envmanifest.LintRefusal) string {
+func fixText(r adopt.LintRefusal) string {
 	switch r.Fix {
-	case envmanifest.FixRemove:
+	case adopt.FixRemove:
 		return "--fix removes " + r.Pointer
-	case envmanifest.FixRemoveMount:
+	case adopt.FixRemoveMount:
 		return "--fix removes the whole mount " + mountPointer(r.Pointer)
-	case envmanifest.FixKeepLast:
+	case adopt.FixKeepLast:
 		return "--fix keeps the last " + r.Pointer + " and removes the others"
 	}
 	return "--fix leaves it: edit it by hand"
@@ -244,7 +245,7 @@ func mountPointer(p string) string {
 	return p
 }
 
-func writeLintRefusals(w io.Writer, rs []envmanifest.LintRefusal, withFix bool) {
+func writeLintRefusals(w io.Writer, rs []adopt.LintRefusal, withFix bool) {
 	for _, r := range rs {
 		p := r.Pointer
 		if p == "" {
@@ -257,7 +258,7 @@ func writeLintRefusals(w io.Writer, rs []envmanifest.LintRefusal, withFix bool) 
 	}
 }
 
-func writeLintText(w io.Writer, res *envmanifest.LintResult) {
+func writeLintText(w io.Writer, res *adopt.LintResult) {
 	if len(res.Refusals) == 0 {
 		fmt.Fprintf(w, "%s: no refusals\n", res.Source)
 	} else {

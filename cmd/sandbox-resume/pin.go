@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest/adopt"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 )
 
@@ -17,16 +18,16 @@ import (
 // contract": address, pinned, changed); "document" is the patched text when
 // it was not written.
 type pinOutput struct {
-	Address  string                `json:"address"`
-	Pinned   bool                  `json:"pinned"`
-	Changed  bool                  `json:"changed"`
-	Edits    []envmanifest.PinEdit `json:"edits"`
-	Written  string                `json:"written,omitempty"`
-	Document *string               `json:"document,omitempty"`
+	Address  string          `json:"address"`
+	Pinned   bool            `json:"pinned"`
+	Changed  bool            `json:"changed"`
+	Edits    []adopt.PinEdit `json:"edits"`
+	Written  string          `json:"written,omitempty"`
+	Document *string         `json:"document,omitempty"`
 }
 
 // newPinCmd builds `pin [--lockfile F] [--policy P] [--write] PATH`
-// (docs/design.md "Adoption"): envmanifest.PinFile with the
+// (docs/design.md "Adoption"): adopt.PinFile with the
 // image resolved through containerd at --address in --namespace.
 func newPinCmd(a *app) *cobra.Command {
 	var lockfile, policy string
@@ -74,10 +75,10 @@ digest yet.`,
 				}
 				return base.ManifestDigest, nil
 			}
-			res, err := envmanifest.PinFile(s.ctx, args[0], envmanifest.PinOptions{
+			res, err := adopt.PinFile(s.ctx, args[0], adopt.PinOptions{
 				Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Write: write, Resolve: resolve,
 			})
-			if errors.Is(err, envmanifest.ErrImageUnresolved) {
+			if errors.Is(err, adopt.ErrImageUnresolved) {
 				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
@@ -85,7 +86,7 @@ digest yet.`,
 			}
 			out := pinOutput{Address: res.Manifest.Address, Pinned: res.Manifest.IsPinned(), Changed: res.Changed, Edits: res.Edits}
 			if out.Edits == nil {
-				out.Edits = []envmanifest.PinEdit{}
+				out.Edits = []adopt.PinEdit{}
 			}
 			if res.Written {
 				out.Written = args[0]

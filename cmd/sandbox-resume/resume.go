@@ -4,24 +4,24 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
 // resumeOptions are the flags of `resume` (docs/design.md "Resume
 // decision").
 type resumeOptions struct {
-	ref, config, trust, lockfile, container, spec string
-	check, start, takeOver                        bool
+	ref, config, trust, lockfile, container, spec   string
+	check, start, takeOver, trustRecordedSpec, copy bool
 }
 
 // newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
-// [--check] [--container ID] [--start] [--spec FILE] [--take-over]
+// [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--copy]
 // [--lockfile F]`
 // (docs/design.md "Resume decision"): it runs the checks against the daemon
 // at --address in --namespace (host identity overridden by --host-id) and
@@ -32,7 +32,7 @@ type resumeOptions struct {
 func newResumeCmd(a *app) *cobra.Command {
 	var o resumeOptions
 	cmd := &cobra.Command{
-		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--lockfile F]",
+		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--copy] [--trust-recorded-spec] [--lockfile F]",
 		Short: "Decide whether a suspended run may resume into the offered environment, and resume it",
 		Long: `Runs the resume checks (ref-parse, signature, ref-schema, ref-integrity,
 offered-ingest, manifest, host, image, snapshot, spec, claim) and prints each
@@ -48,7 +48,9 @@ seccomp, namespaces, devices, mounts but a bind mount's source, ... else 3
 with the differences in specDrift; bind mount sources that differ are listed
 as allowed). Without --spec the recorded spec is used.
 The claim check asks the run ledger (--ledger): a newer generation or a
-discarded run is 9, this generation recorded with another ref is 6, a run held
+discarded run is 9, this generation recorded with another ref is 6, a
+generation this ledger never recorded (no handoff to this host) is 9 unless
+--copy accepts it as a copy (the verdict then says copy: true), a run held
 (live, or being resumed), a claim lease of the previous release, or an existing
 container id is 8. --check decides and writes nothing. Without --check the
 ledger's Claim transition runs, the ref file's bytes are stored under the run
@@ -62,6 +64,13 @@ generation, ref and fence, and the run goes live with it; a failure before
 the container exists releases the claim, and a claim lost meanwhile deletes
 the container (8). --take-over takes a live run from a lost holder (an
 operator's decision: the verdict names the fenced-out holder in takenOver).
+A recorded spec and runtime this ledger did not record from a suspend on this
+host are judged first: OCI hooks, every capability, a host namespace, a
+writable bind of /, a runtime given as a path, or runtime options beyond
+runc's SystemdCgroup, NoPivotRoot, NoNewKeyring, IoUid and IoGid (BinaryName,
+Root, CriuImagePath, CriuWorkPath, ShimCgroup, a runsc ConfigPath) are 3
+(spec-drift, "recorded spec from host X carries ..."), unless
+--trust-recorded-spec.
 --start starts the task detached — the recorded process, args, cwd, env and
 user — and reports its pid. A ref of the previous release (/1) records no
 spec: its container is made from the image config plus the containerEnv
@@ -81,9 +90,10 @@ listed in notApplied.`,
 			if err != nil {
 				return nil, err
 			}
-			req.TakeOver = o.takeOver
+			req.TakeOver, req.TrustRecordedSpec = o.takeOver, o.trustRecordedSpec
+			req.Copy = o.copy
 			if o.spec != "" {
-				if req.Spec, err = os.ReadFile(o.spec); err != nil {
+				if req.Spec, err = inputfile.Read(o.spec, inputfile.MaxJSON); err != nil {
 					return nil, &resume.InputError{Path: o.spec, Err: err}
 				}
 				req.SpecSource = o.spec
@@ -116,6 +126,8 @@ listed in notApplied.`,
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
 	f.BoolVar(&o.check, "check", false, "decide only: run the checks, write nothing (no claim, no container)")
 	f.BoolVar(&o.takeOver, "take-over", false, "take a live run from its holder (a lost host or container), fencing it out: an operator's decision")
+	f.BoolVar(&o.trustRecordedSpec, "trust-recorded-spec", false, "run a recorded spec and runtime options that another host recorded (hooks, privileged settings, shim paths) without judging them: an operator's decision")
+	f.BoolVar(&o.copy, "copy", false, "accept a generation this ledger never recorded (a copy the source can still resume: a backup or a fork made on purpose); the verdict says copy: true")
 	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-g<generation+1>); not used by --check")
 	f.StringVar(&o.spec, "spec", "", "the OCI runtime spec (config.json) to run the incarnation with, checked against the recorded one")
 	f.BoolVar(&o.start, "start", false, "start the resumed container's task; needs a resume without --check")
@@ -180,6 +192,9 @@ func writeVerdictText(w io.Writer, v *resume.Verdict) {
 	}
 	if t := v.TakenOver; t != nil {
 		fmt.Fprintf(w, "taken over (an operator's decision): container %s in namespace %s on host %s, fence %d\n", t.Container, t.Namespace, t.Host, t.Fence)
+	}
+	if v.Copy {
+		fmt.Fprintln(w, "copy: this ledger never recorded the generation; the host it came from can still resume it")
 	}
 	if v.Container != "" {
 		fmt.Fprintf(w, "container: %s\n", v.Container)

@@ -167,11 +167,49 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // run executes the command line args over a and returns the exit code.
+//
+// Everything printed on stdout goes through one outputWriter: the first
+// write error (a closed stdout, /dev/full) makes the exit code 1, named on
+// stderr, whatever the command decided — a verdict is never lost with exit
+// 0 (docs/design.md "Hardening", "Nothing half-stored").
 func (a *app) run(ctx context.Context, args []string) int {
+	out := &outputWriter{w: a.stdout}
+	code := a.execute(ctx, args, out)
+	if out.err != nil {
+		fmt.Fprintf(a.stderr, "sandbox-resume: write output: %v (the command's exit code was %d)\n", out.err, code)
+		return exitcode.ClassInternal.Code()
+	}
+	return code
+}
+
+// outputWriter passes writes to w and keeps the first error; after it
+// every write fails with that error.
+type outputWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// execute runs the command line args with stdout out and returns the
+// command's exit code.
+func (a *app) execute(ctx context.Context, args []string, out io.Writer) int {
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
+	root.SetOut(out)
 	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -184,7 +222,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return code // already reported in full (a verdict)
 	}
 	if a.flags.output == outputJSON || jsonRequested(args) {
-		writeJSONError(a.stdout, string(class), err)
+		writeJSONError(out, string(class), err)
 	} else {
 		fmt.Fprintf(a.stderr, "sandbox-resume: %v\n", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -81,5 +82,37 @@ func writeRunsText(w io.Writer, recs []ledger.Record) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", r.Run, r.State, r.Generation, r.Fence, holder, r.Updated.Format(time.RFC3339))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeLineage(w, recs)
+}
+
+// writeLineage prints, after the table, one line per record that carries a
+// run UID, a handoff, a receipt or a fork's lineage (docs/design.md "The run
+// ledger"): `RUN: run UID U; handed off to H at T; received from H at T;
+// forked from RUN generation N (run UID U, ref R)`.
+func writeLineage(w io.Writer, recs []ledger.Record) error {
+	for _, r := range recs {
+		var parts []string
+		if r.RunUID != "" {
+			parts = append(parts, "run UID "+r.RunUID)
+		}
+		if h := r.HandedOff; h != nil {
+			parts = append(parts, fmt.Sprintf("handed off to %s at %s", h.To, h.At.Format(time.RFC3339)))
+		}
+		if rc := r.Received; rc != nil {
+			parts = append(parts, fmt.Sprintf("received from %s at %s", rc.From, rc.At.Format(time.RFC3339)))
+		}
+		if f := r.ForkedFrom; f != nil {
+			parts = append(parts, fmt.Sprintf("forked from %s generation %d (run UID %s, ref %s)", f.Run, f.Generation, f.RunUID, f.Ref))
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "%s: %s\n", r.Run, strings.Join(parts, "; ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 )
 
 // TestVerdictTextDrift: the verdict text lists manifest drift and spec
@@ -17,7 +18,7 @@ func TestVerdictTextDrift(t *testing.T) {
 			{Pointer: "/containerEnv/LANG", Recorded: json.RawMessage(`"C.UTF-8"`), Offered: json.RawMessage(`"C"`)},
 			{Pointer: "/features/x", Recorded: json.RawMessage(`{}`)},
 		},
-		SpecDrift: []resume.SpecDrift{
+		SpecDrift: []runspec.SpecDrift{
 			{Pointer: "/process/capabilities/bounding/1", OfferedPointer: "/process/capabilities/bounding/2", Offered: json.RawMessage(`"CAP_SYS_ADMIN"`)},
 			{Pointer: "/mounts/3", Recorded: json.RawMessage(`{"destination":"/w"}`), Offered: json.RawMessage(`{"destination":"/w","source":"/b"}`), Allowed: true},
 		},

@@ -210,6 +210,9 @@ func (w *world) writeKeyPair(prefix string, key ed25519.PrivateKey) {
 		w.t.Fatal(err)
 	}
 	w.write(prefix+".key", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	if err := os.Chmod(filepath.Join(w.dir, prefix+".key"), 0o600); err != nil { // a key group or other may read is refused
+		w.t.Fatal(err)
+	}
 	w.write(prefix+".pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
 }
 
@@ -266,7 +269,7 @@ func newSuspendedRun(t *testing.T) *suspendedRun {
 	r.manifest = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: put(mf), Size: int64(len(mf))}
 	tarBytes := bytes.Repeat([]byte("a changed file\n"), 64) // stands for the diff's tar
 	diff := rawZstd(tarBytes)
-	spec := memhost.DefaultSpec("box-1")
+	spec := recordedSpec()
 	m, err := envmanifest.Ingest([]byte(testConfig), envmanifest.Options{Path: filepath.Join("/work", testConfFile)})
 	if err != nil {
 		t.Fatal(err)
@@ -456,4 +459,14 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// recordedSpec is the runtime spec of the suspended run's container, with
+// containerd's default namespaces: a spec without them shares the host's,
+// and a resume judges such a spec from another host (a copy) privileged
+// (docs/design.md "Hardening").
+func recordedSpec() []byte {
+	return []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/","env":["PATH=/usr/bin:/bin"],"user":{"uid":0,"gid":0}},` +
+		`"root":{"path":"rootfs"},"hostname":"box-1","mounts":[{"destination":"/proc","type":"proc","source":"proc"}],` +
+		`"linux":{"namespaces":[{"type":"pid"},{"type":"ipc"},{"type":"uts"},{"type":"mount"},{"type":"network"}]}}`)
 }

@@ -30,8 +30,8 @@ type FactsFixture interface {
 	// Delete removes blob d from the content store.
 	Delete(t testing.TB, d digest.Digest)
 	// CheckSpec fails t unless resume's check 10 accepts spec compared
-	// with itself under containerEnv (resume.CompareSpec finds no drift):
-	// the suite cannot import resume, which composes host's roles.
+	// with itself under containerEnv (runspec.Compare finds no drift):
+	// the suite cannot import runspec, a later item.
 	CheckSpec(t testing.TB, spec []byte, containerEnv map[string]string)
 }
 

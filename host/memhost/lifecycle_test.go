@@ -26,10 +26,10 @@ import (
 
 // TestLifecycleAcrossHosts follows one run through every consumer of the
 // seam on in-memory hosts only: suspend on host A (generation 1), export
-// with its base, import on host B (the run is pinned: it may move) (another host, another ledger), resume
-// there with --start, the workload's edits, and suspend of the
-// incarnation (generation 2, chained to generation 1), whose layers give
-// the edited files.
+// with its base, import on host B (another host, another ledger; the run
+// is pinned, so it may move), resume there as a copy with --start, the
+// workload's edits, and suspend of the incarnation (generation 2, chained
+// to generation 1), whose layers give the edited files.
 func TestLifecycleAcrossHosts(t *testing.T) {
 	ctx := context.Background()
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
@@ -60,7 +60,11 @@ func TestLifecycleAcrossHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{"work/notes.txt": []byte("generation one\n"), "work/keep.txt": []byte("kept\n")}
-	a.AddContainer(memhost.Container{ID: "box-1", Image: "docker.io/library/busybox:1", Task: snapshot.TaskRunning, Files: files})
+	// Its spec keeps containerd's five default namespaces: a spec recorded
+	// on another host without them is refused (check 10).
+	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/","env":["PATH=/bin"],"user":{"uid":0,"gid":0}},` +
+		`"root":{"path":"rootfs"},"hostname":"box-1","linux":{"namespaces":[{"type":"pid"},{"type":"ipc"},{"type":"uts"},{"type":"mount"},{"type":"network"}]}}`)
+	a.AddContainer(memhost.Container{ID: "box-1", Image: "docker.io/library/busybox:1", Task: snapshot.TaskRunning, Files: files, Spec: spec})
 
 	la := lfake.New()
 	g1, err := suspend.Run(ctx, a, la, suspend.Request{ContainerID: "box-1", ConfigPath: cfgPath, Run: "life-1",
@@ -89,7 +93,9 @@ func TestLifecycleAcrossHosts(t *testing.T) {
 	// Resume on B with its own ledger.
 	lb := lfake.New()
 	b.SetResumerAlive(func(pid int, _, _ string) bool { return pid == os.Getpid() })
-	req := resume.Request{RefFile: g1.File, RefSource: "g1.ref.json", Config: config, ConfigPath: cfgPath, Trust: trust}
+	// B's ledger never recorded the run and no handoff exists: B resumes a
+	// copy (--copy), which the source could still resume too.
+	req := resume.Request{RefFile: g1.File, RefSource: "g1.ref.json", Config: config, ConfigPath: cfgPath, Trust: trust, Copy: true}
 	v := resume.Resume(ctx, b, lb, b, req, resume.ResumeOptions{Start: true})
 	if v.ExitCode != 0 {
 		t.Fatalf("resume on B: exit %d, class %s: %+v", v.ExitCode, v.Class, v.Checks)

@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
@@ -61,8 +62,8 @@ func (x factsFixture) Delete(t testing.TB, d digest.Digest) { x.h.DeleteBlob(d) 
 
 func (x factsFixture) CheckSpec(t testing.TB, spec []byte, env map[string]string) {
 	t.Helper()
-	if drift, err := resume.CompareSpec(spec, spec, resume.SpecOptions{ContainerEnv: env}); err != nil || len(drift) != 0 {
-		t.Fatalf("CompareSpec(built, built) = %v, %v:\n%s", drift, err, spec)
+	if drift, err := runspec.Compare(spec, spec, runspec.Options{ContainerEnv: env}); err != nil || len(drift) != 0 {
+		t.Fatalf("runspec.Compare(built, built) = %v, %v:\n%s", drift, err, spec)
 	}
 }
 

@@ -104,6 +104,9 @@ var Layout = map[string]Place{
 	"internal/strictjson": {1, "internal/strictjson", Library},
 	"internal/exitcode":   {1, "internal/exitcode", Library},
 	"internal/atomicfile": {1, "internal/atomicfile", Library},
+	// inputfile: the one bounded reader of input files (docs/design.md
+	// "Hardening", "Bounded reads").
+	"internal/inputfile":  {1, "internal/inputfile", Library},
 	"internal/faultpoint": {1, "internal/faultpoint", Library},
 	"internal/procfs":     {1, "internal/procfs", Library},
 	"internal/depcheck":   {1, "internal/depcheck", Library},

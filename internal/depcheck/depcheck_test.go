@@ -60,6 +60,10 @@ func TestPlantedImportsFail(t *testing.T) {
 		{"a library imports the testkit", "migrate", Module + "/internal/testimage", "imported only by tests and examples"},
 		{"the command imports a fake", "cmd/sandbox-resume", Module + "/host/memhost", "the binary links no test support"},
 		{"the binary links testing", "cmd/sandbox-resume", "testing", "the binary links no test support and no testing"},
+		{"runspec imports migrate", "runspec", Module + "/migrate", "imports only packages of earlier items"},
+		{"adopt imports suspend", "envmanifest/adopt", Module + "/suspend", "imports only packages of earlier items"},
+		{"runspec imports a fake", "runspec", Module + "/host/memhost", "imported only by tests and examples"},
+		{"an adapter imports runspec", "runtime/containerd", Module + "/runspec", "adapters import items 1–5 only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "planted.go")

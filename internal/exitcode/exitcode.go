@@ -36,7 +36,7 @@ var Codes = []CodeInfo{
 	{OK, "ok / resume accepted"},
 	{Internal, "internal, daemon, registry or ledger error (unreachable, locked, no quorum, bad credentials)"},
 	{Refused, "refused input: devcontainer.json, lockfile, image metadata, SnapshotRef, spec or archive does not ingest (also a config file or container that does not exist)"},
-	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one (spec-drift)"},
+	{Mismatch, "manifest mismatch (drift); at suspend, the declaration does not describe the container; an offered spec widens the recorded one, or a recorded spec from another host carries hooks, privileged settings or runtime options this host does not run unless trusted (spec-drift)"},
 	{CrossHost, "unpinned cross-host claim"},
 	{Image, "image unresolved or drifted in the content store"},
 	{Untrusted, "signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)"},
@@ -135,4 +135,36 @@ func (c Class) Code() int {
 		return Usage
 	}
 	return Internal
+}
+
+// Hardening documents one refusal of unsafe input or of an unsafe state
+// (docs/design.md "Hardening"), for docs/exit-codes.md: the exit code, what
+// is refused and why.
+type Hardening struct {
+	Code int
+	What string
+	Why  string
+}
+
+// HardeningRefusals lists the refusals of docs/design.md "Hardening" this
+// build makes outside a resume verdict, by exit code.
+var HardeningRefusals = []Hardening{
+	{Internal, "a ledger file smaller than two bbolt pages (a 0-byte file too), one bbolt cannot open, or one with a corrupt page (bbolt's panic is recovered); the error names the file",
+		"it is never taken for a fresh ledger: every record and tombstone would be gone"},
+	{Internal, "a ledger file writable by group or other, or owned by another uid, unless --ledger-insecure-mode",
+		"whoever can write it can rewrite every record, fence and tombstone"},
+	{Internal, "an output write error (stdout closed, /dev/full)",
+		"the result or verdict would be lost with the command's own exit code (0)"},
+	{Internal, "a failed fsync of the directory of a file written atomically",
+		"the rename may not survive a crash"},
+	{Refused, "an archive entry that is a GNU sparse file, a PAX sparse file (GNU.sparse.*) or carries a PAX record other than path, size, mtime, uid, gid, uname and gname",
+		"a 2 KB sparse entry expands to any size in the content store"},
+	{Refused, "an archive blob index.json does not reach",
+		"only the artifact and its base may reach the content store"},
+	{Refused, "a ref whose base.name is not its core.image with at most the tag or the digest dropped",
+		"import and pull would create an image record under any free name a signed ref carries"},
+	{Refused, "an input file (--config, --ref, --spec, --key, --trust, manifest PATH, …) over its cap — 1 MiB for JSON, 64 KiB for keys — or a device",
+		"a path such as /dev/zero was read to exhaustion"},
+	{Refused, "a private key file group or other may read or write (--key); chmod 600 it, as ssh requires",
+		"the signing key is the run's identity"},
 }

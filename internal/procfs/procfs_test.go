@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/procfs"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 func TestProcessAlive(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
+		testenv.Missing(t, "/proc (%v): mount procfs", err)
 	}
 	pid := os.Getpid()
 	start, err := procfs.ProcessStartTime(pid)

@@ -13,6 +13,17 @@
 // is created until a transition writes: then the file is created with mode
 // 0600, and its directory, when missing, with mode 0700.
 //
+// The file rules (docs/design.md "Hardening", "Ledger file"): a new ledger
+// is initialized under a temporary name created with O_EXCL and linked into
+// place (a link never replaces a file that appeared meanwhile), so the path
+// never holds a partial file; an existing file that is not a regular file,
+// is smaller than two bbolt pages (a 0-byte file included) or that bbolt
+// cannot open fails every call naming it — it is never taken for a fresh
+// ledger; a panic inside bbolt (a corrupt page) is recovered into an error
+// matching ErrCorrupt that names the file; a file writable by group or
+// other, or owned by another uid than the process's effective uid, fails
+// with ErrInsecureFile unless WithInsecureMode.
+//
 // Records are stored as their JSON form (ledger.Record, encoding/json) in
 // the bucket "runs" under the run id; a bucket "meta" holds the format,
 // "sandbox.ledger/1". A record that does not decode fails the transition
@@ -39,6 +50,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -61,6 +73,22 @@ var (
 // ledger file's lock within the timeout (another process holds it).
 var ErrLocked = errors.New("ledger file locked")
 
+// ErrCorrupt is matched by the error of a call on a ledger file bbolt
+// cannot read: smaller than two pages, not a bbolt file, or a corrupt page
+// (bbolt panicked; the panic is recovered). The error names the file.
+var ErrCorrupt = errors.New("ledger file corrupt")
+
+// ErrInsecureFile is matched by the error of a call on a ledger file that
+// is writable by group or other, owned by another uid, or not a regular
+// file (WithInsecureMode accepts the first two). The error names the file,
+// its mode and its owner.
+var ErrInsecureFile = errors.New("ledger file insecure")
+
+// minFileSize is the size below which an existing file is refused: two
+// pages of bbolt's default page size (the two meta pages every bbolt file
+// starts with; a file this package creates has four pages at least).
+const minFileSize = 2 * 4096
+
 // Option configures a Ledger.
 type Option func(*Ledger)
 
@@ -74,6 +102,13 @@ func WithTimeout(d time.Duration) Option {
 			l.timeout = d
 		}
 	}
+}
+
+// WithInsecureMode accepts a ledger file writable by group or other, or
+// owned by another uid (--ledger-insecure-mode); without it such a file
+// fails every call with ErrInsecureFile.
+func WithInsecureMode() Option {
+	return func(l *Ledger) { l.insecureMode = true }
 }
 
 // WithClock sets the clock stamping each record's Updated; the default is
@@ -90,9 +125,15 @@ type Ledger struct {
 	timeout time.Duration
 	now     func() time.Time
 	sem     chan struct{} // this process's turn on path
+	// insecureMode accepts a file writable by others or owned by another
+	// uid (WithInsecureMode).
+	insecureMode bool
 
 	mu     sync.Mutex
 	closed bool
+	// broken is the error of a panic inside bbolt.Open: every later call
+	// returns it (the panicking open's mapping still holds the lock).
+	broken error
 }
 
 var _ ledger.Ledger = (*Ledger)(nil)
@@ -141,10 +182,13 @@ func (l *Ledger) deadline(ctx context.Context) (time.Time, error) {
 		return time.Time{}, l.errorf("%w", err)
 	}
 	l.mu.Lock()
-	closed := l.closed
+	closed, broken := l.closed, l.broken
 	l.mu.Unlock()
 	if closed {
 		return time.Time{}, l.errorf("closed")
+	}
+	if broken != nil {
+		return time.Time{}, broken
 	}
 	end := time.Now().Add(l.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(end) {
@@ -154,26 +198,149 @@ func (l *Ledger) deadline(ctx context.Context) (time.Time, error) {
 }
 
 // open opens the file, waiting for its lock until end. readOnly opens it
-// with a shared lock and never creates it; otherwise the file and its
-// directory are created when missing.
-func (l *Ledger) open(end time.Time, readOnly bool) (*bbolt.DB, error) {
+// with a shared lock; otherwise a missing file (and its directory) is
+// created first (create). bbolt itself never creates the file: its
+// OpenFile drops O_CREATE and judges the opened file (checkFile) before
+// bbolt reads a byte. A panic inside bbolt.Open is recovered (ErrCorrupt).
+func (l *Ledger) open(end time.Time, readOnly bool) (db *bbolt.DB, err error) {
 	wait := time.Until(end)
 	if wait <= 0 {
 		return nil, l.errorf("%w: no time left to wait for the lock", ErrLocked)
 	}
 	if !readOnly {
-		if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-			return nil, l.errorf("creating its directory: %w", err)
+		if err := l.create(); err != nil {
+			return nil, err
 		}
 	}
-	db, err := bbolt.Open(l.path, 0o600, &bbolt.Options{Timeout: wait, ReadOnly: readOnly})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, l.errorf("%w by another process (waited %s)", ErrLocked, wait.Round(time.Millisecond))
+	var opened *os.File
+	defer func() {
+		if p := recover(); p != nil {
+			if opened != nil {
+				_ = opened.Close()
+			}
+			// bbolt's mapping of the file outlives the panic and holds
+			// the file lock with it: this Ledger fails from now on.
+			db, err = nil, l.errorf("%w: bbolt panicked opening it: %v (this process keeps the file locked until it exits)", ErrCorrupt, p)
+			l.mu.Lock()
+			l.broken = err
+			l.mu.Unlock()
+		}
+	}()
+	openFile := func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag&^os.O_CREATE, mode)
+		if err != nil {
+			return nil, err
+		}
+		if err := l.checkFile(f); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		opened = f
+		return f, nil
 	}
-	if err != nil {
+	db, err = bbolt.Open(l.path, 0o600, &bbolt.Options{Timeout: wait, ReadOnly: readOnly, OpenFile: openFile})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, l.errorf("%w by another process (waited %s)", ErrLocked, wait.Round(time.Millisecond))
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrInsecureFile), errors.Is(err, fs.ErrNotExist):
 		return nil, l.errorf("%w", err)
+	case err != nil:
+		return nil, l.errorf("%w: bbolt cannot open it: %w", ErrCorrupt, err)
 	}
 	return db, nil
+}
+
+// checkFile judges an opened ledger file: a regular file of at least
+// minFileSize bytes (ErrCorrupt otherwise), not writable by group or
+// other and owned by this process's effective uid (ErrInsecureFile
+// otherwise, unless WithInsecureMode). It stats the open file, so the file
+// judged is the file bbolt reads.
+func (l *Ledger) checkFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: not a regular file (%s)", ErrInsecureFile, fi.Mode().Type())
+	}
+	if fi.Size() < minFileSize {
+		return fmt.Errorf("%w: %d bytes, less than two bbolt pages (%d): not a ledger; it is never taken for an empty one (move it away to start a new ledger)", ErrCorrupt, fi.Size(), minFileSize)
+	}
+	if l.insecureMode {
+		return nil
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("%w: mode %04o is writable by group or other (chmod 600 it, or accept it with --ledger-insecure-mode)", ErrInsecureFile, perm)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: owned by uid %d, this process runs as uid %d (chown it, or accept it with --ledger-insecure-mode)", ErrInsecureFile, st.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// create makes a new ledger file at the path when none exists: its
+// directory (0700) when missing, then a bbolt file initialized under a
+// temporary name in that directory (created with O_EXCL, mode 0600), fsynced
+// by bbolt, linked to the path — a link fails rather than replace a file
+// that appeared meanwhile, which is then opened and judged like any
+// existing file — and the temporary name removed, the directory fsynced.
+// Temporary files of a creator that was killed ("." + base + ".new-*") are
+// removed on the way.
+func (l *Ledger) create() error {
+	if _, err := os.Lstat(l.path); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return l.errorf("%w", err)
+	}
+	dir, base := filepath.Split(l.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return l.errorf("creating its directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+base+".new-*")
+	if err != nil {
+		return l.errorf("creating it: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Close(); err != nil {
+		return l.errorf("creating it: %w", err)
+	}
+	db, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		return l.errorf("initializing %s: %w", tmp, err)
+	}
+	if err := db.Close(); err != nil {
+		return l.errorf("initializing %s: %w", tmp, err)
+	}
+	if err := os.Link(tmp, l.path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return l.errorf("creating it: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		err = d.Sync()
+		_ = d.Close()
+		if err != nil {
+			return l.errorf("fsync of its directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// recovered turns a panic inside bbolt during a call on an open file (a
+// corrupt page: bbolt asserts and panics) into an error matching
+// ErrCorrupt that names the file, closing db so that no lock is left
+// behind. It is deferred by view and update.
+func (l *Ledger) recovered(db **bbolt.DB, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if *db != nil {
+		func() {
+			defer func() { _ = recover() }()
+			_ = (*db).Close()
+		}()
+	}
+	*err = l.errorf("%w: bbolt panicked reading it: %v", ErrCorrupt, p)
 }
 
 // turn takes this process's turn on the file, waiting until end or ctx.
@@ -191,17 +358,18 @@ func (l *Ledger) turn(ctx context.Context, end time.Time) (release func(), err e
 	}
 }
 
-// exists reports whether the file exists with content (a file bbolt
-// created but never initialized, size 0, is an empty ledger).
+// exists reports whether something exists at the path; whether it is a
+// ledger is judged when it is opened (checkFile): a 0-byte file is not an
+// empty ledger.
 func (l *Ledger) exists() (bool, error) {
-	fi, err := os.Stat(l.path)
+	_, err := os.Lstat(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, l.errorf("%w", err)
 	}
-	return fi.Size() > 0, nil
+	return true, nil
 }
 
 func checkFormat(tx *bbolt.Tx) error {
@@ -240,7 +408,9 @@ func decode(run string, v []byte) (ledger.Record, error) {
 
 // view runs fn in a read-only transaction; fn is not called when the file
 // does not exist (an empty ledger).
-func (l *Ledger) view(ctx context.Context, fn func(runs *bbolt.Bucket) error) error {
+func (l *Ledger) view(ctx context.Context, fn func(runs *bbolt.Bucket) error) (err error) {
+	var db *bbolt.DB
+	defer l.recovered(&db, &err)
 	end, err := l.deadline(ctx)
 	if err != nil {
 		return err
@@ -248,7 +418,7 @@ func (l *Ledger) view(ctx context.Context, fn func(runs *bbolt.Bucket) error) er
 	if ok, err := l.exists(); err != nil || !ok {
 		return err
 	}
-	db, err := l.open(end, true)
+	db, err = l.open(end, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // removed since the Stat
 	}
@@ -328,6 +498,8 @@ var testHookBeforeCommit func(run string)
 // found before and the record after. When the file does not exist and the
 // transition would not write, nothing is created.
 func (l *Ledger) update(ctx context.Context, op ledger.Op) (before *ledger.Record, after ledger.Record, err error) {
+	var db *bbolt.DB
+	defer l.recovered(&db, &err)
 	end, err := l.deadline(ctx)
 	if err != nil {
 		return nil, ledger.Record{}, err
@@ -348,7 +520,7 @@ func (l *Ledger) update(ctx context.Context, op ledger.Op) (before *ledger.Recor
 		return nil, ledger.Record{}, err
 	}
 	defer release()
-	db, err := l.open(end, false)
+	db, err = l.open(end, false)
 	if err != nil {
 		return nil, ledger.Record{}, err
 	}
@@ -462,5 +634,35 @@ func (l *Ledger) Discard(ctx context.Context, run string, force bool) (ledger.Re
 // Purge is ledger.Ledger.Purge, in one transaction.
 func (l *Ledger) Purge(ctx context.Context, run string) (ledger.Record, error) {
 	_, rec, err := l.update(ctx, ledger.PurgeOp{Run: run})
+	return rec, err
+}
+
+// HandedOff is ledger.Ledger.HandedOff, in one transaction.
+func (l *Ledger) HandedOff(ctx context.Context, req ledger.HandOffRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Received is ledger.Ledger.Received, in one transaction.
+func (l *Ledger) Received(ctx context.Context, req ledger.ReceiveRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Recalled is ledger.Ledger.Recalled, in one transaction.
+func (l *Ledger) Recalled(ctx context.Context, req ledger.RecallRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Unwound is ledger.Ledger.Unwound, in one transaction.
+func (l *Ledger) Unwound(ctx context.Context, req ledger.UnwindRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
+	return rec, err
+}
+
+// Repinned is ledger.Ledger.Repinned, in one transaction.
+func (l *Ledger) Repinned(ctx context.Context, req ledger.RepinRequest) (ledger.Record, error) {
+	_, rec, err := l.update(ctx, req)
 	return rec, err
 }

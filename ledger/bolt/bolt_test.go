@@ -66,18 +66,23 @@ func TestMissingFileIsEmpty(t *testing.T) {
 			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
 		}
 	}
-	// A zero-size file (created, never initialized: a kill during bbolt's
-	// first open) is an empty ledger too, and the next write initializes it.
+	// A zero-size file is not an empty ledger (docs/design.md "Hardening":
+	// every record and tombstone would be gone): every call fails naming
+	// it and nothing writes into it. The new ledger above never passed
+	// through a zero-size file at its path (TestCreateExclusive).
 	empty := filepath.Join(t.TempDir(), "empty.db")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	le := New(empty)
-	if recs, err := le.List(ctx); err != nil || len(recs) != 0 {
-		t.Fatalf("List of a zero-size file: %v %v", recs, err)
+	if _, err := le.List(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), empty) {
+		t.Fatalf("List of a zero-size file: want ErrCorrupt naming it, got %v", err)
 	}
-	if _, err := le.Discard(ctx, "r", false); err != nil {
-		t.Fatalf("Discard into a zero-size file: %v", err)
+	if _, err := le.Discard(ctx, "r", false); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Discard into a zero-size file: want ErrCorrupt, got %v", err)
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Fatalf("the zero-size file was written: %v %v", fi, err)
 	}
 }
 

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -204,7 +204,7 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.TLS.CACert != "" {
-		pem, err := os.ReadFile(c.TLS.CACert)
+		pem, err := inputfile.Read(c.TLS.CACert, inputfile.MaxCertBundle)
 		if err != nil {
 			return nil, fmt.Errorf("etcd ledger CA certificate: %w", err)
 		}

@@ -606,6 +606,31 @@ func (l *Ledger) Purge(ctx context.Context, run string) (ledger.Record, error) {
 	return l.apply(ctx, ledger.PurgeOp{Run: run})
 }
 
+// HandedOff is ledger.Ledger.HandedOff: one compare-and-swap of the record.
+func (l *Ledger) HandedOff(ctx context.Context, req ledger.HandOffRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Received is ledger.Ledger.Received: one compare-and-swap of the record.
+func (l *Ledger) Received(ctx context.Context, req ledger.ReceiveRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Recalled is ledger.Ledger.Recalled: one compare-and-swap of the record.
+func (l *Ledger) Recalled(ctx context.Context, req ledger.RecallRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Unwound is ledger.Ledger.Unwound: one compare-and-swap of the record.
+func (l *Ledger) Unwound(ctx context.Context, req ledger.UnwindRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Repinned is ledger.Ledger.Repinned: one compare-and-swap of the record.
+func (l *Ledger) Repinned(ctx context.Context, req ledger.RepinRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
 // Close waits for the lease revocations still in flight (each at most
 // Config.Timeout), stops every claim's keep-alive (their leases then expire
 // within the TTL: Release claims before Close) and closes the client; later

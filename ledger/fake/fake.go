@@ -30,10 +30,23 @@ func WithClock(now func() time.Time) Option {
 	return func(l *Ledger) { l.now = now }
 }
 
+// ApplyFunc is the signature of ledger.Apply.
+type ApplyFunc func(cur *ledger.Record, op ledger.Op, now time.Time) (ledger.Record, bool, error)
+
+// WithApply replaces the transition table the ledger runs (default
+// ledger.Apply): the seam through which a test injects a mutated table, to
+// see that a check over the ledger's history catches it (the
+// linearizability check's mutation test). The binary never links this
+// package.
+func WithApply(apply ApplyFunc) Option {
+	return func(l *Ledger) { l.applyFn = apply }
+}
+
 // Ledger is an in-memory ledger.Ledger, safe for concurrent use. The zero
 // value is not usable; call New.
 type Ledger struct {
-	now func() time.Time
+	now     func() time.Time
+	applyFn ApplyFunc
 
 	mu      sync.Mutex
 	closed  bool
@@ -50,7 +63,7 @@ var _ ledger.Ledger = (*Ledger)(nil)
 
 // New returns an empty in-memory ledger.
 func New(opts ...Option) *Ledger {
-	l := &Ledger{now: time.Now, records: map[string]ledger.Record{}, claims: map[string][]pending{}}
+	l := &Ledger{now: time.Now, applyFn: ledger.Apply, records: map[string]ledger.Record{}, claims: map[string][]pending{}}
 	for _, o := range opts {
 		o(l)
 	}
@@ -82,7 +95,7 @@ func (l *Ledger) apply(ctx context.Context, op ledger.Op) (ledger.Record, error)
 	if r, ok := l.records[op.RunID()]; ok {
 		before = &r
 	}
-	next, changed, err := ledger.Apply(before, op, l.now())
+	next, changed, err := l.applyFn(before, op, l.now())
 	if err != nil || !changed {
 		return next, err
 	}
@@ -160,7 +173,7 @@ func (l *Ledger) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Cla
 		before = &r
 	}
 	op := ledger.ClaimOp{ClaimRequest: req, HolderGone: ledger.JudgedGone(req.GoneHolder, before)}
-	next, _, err := ledger.Apply(before, op, l.now())
+	next, _, err := l.applyFn(before, op, l.now())
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +202,31 @@ func (l *Ledger) Discard(ctx context.Context, run string, force bool) (ledger.Re
 // Purge is ledger.Ledger.Purge.
 func (l *Ledger) Purge(ctx context.Context, run string) (ledger.Record, error) {
 	return l.apply(ctx, ledger.PurgeOp{Run: run})
+}
+
+// HandedOff is ledger.Ledger.HandedOff.
+func (l *Ledger) HandedOff(ctx context.Context, req ledger.HandOffRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Received is ledger.Ledger.Received.
+func (l *Ledger) Received(ctx context.Context, req ledger.ReceiveRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Recalled is ledger.Ledger.Recalled.
+func (l *Ledger) Recalled(ctx context.Context, req ledger.RecallRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Unwound is ledger.Ledger.Unwound.
+func (l *Ledger) Unwound(ctx context.Context, req ledger.UnwindRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
+}
+
+// Repinned is ledger.Ledger.Repinned.
+func (l *Ledger) Repinned(ctx context.Context, req ledger.RepinRequest) (ledger.Record, error) {
+	return l.apply(ctx, req)
 }
 
 // Close makes every later call fail; records are dropped.

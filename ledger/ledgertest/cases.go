@@ -266,14 +266,15 @@ func testClaim(t *testing.T, s *suite) {
 		gen      uint64
 		takeOver bool
 	}
+	// A generation this ledger never recorded is claimed as a copy, with
+	// its chain (turn 3: a purged run is never claimed, ClaimPurged).
 	rows := []row{
 		{startNone(), 1, false},
 		{startNone(), 3, false}, // came back from another ledger
-		{startPurged(), 1, false},
-		{startPurged(), 4, false},
 		{startSuspended(2), 2, false},
 		{startSuspended(2), 3, false},
 		{startSuspended(2), 3, true},
+		{startSuspended(2), 4, false},
 		{startLive(2), 2, true},
 		{startLive(2), 3, true},
 	}
@@ -281,7 +282,11 @@ func testClaim(t *testing.T, s *suite) {
 		t.Run(fmt.Sprintf("%s/generation %d/takeOver %v", r.st.name, r.gen, r.takeOver), func(t *testing.T) {
 			s := s.fresh(t)
 			before, existed := r.st.build(s)
-			c := s.claim(ledger.ClaimRequest{Run: run, Generation: r.gen, Ref: ref(r.gen), Holder: h, TakeOver: r.takeOver})
+			req := ledger.ClaimRequest{Run: run, Generation: r.gen, Ref: ref(r.gen), Holder: h, TakeOver: r.takeOver}
+			if !existed || before.Generation != r.gen {
+				req = copyOf(req)
+			}
+			c := s.claim(req)
 			rec := c.Record()
 			want := ledger.Record{Run: run, Generation: r.gen, Ref: ref(r.gen), State: ledger.StateResuming, Holder: &h, Fence: before.Fence + 1, Updated: rec.Updated}
 			if existed && before.Generation == r.gen {
@@ -322,6 +327,9 @@ func testClaimRefusalOrder(t *testing.T, s *suite) {
 			}
 			return ledger.ClaimRequest{Run: run, Generation: gen, Ref: r, Holder: h, TakeOver: takeOver}
 		}
+		// ahead is a claim of a generation beyond the record's: a copy
+		// with its chain, so that only the rule under test refuses it.
+		ahead := func(gen uint64) ledger.ClaimRequest { return copyOf(req(gen, false)) }
 		rows = append(rows,
 			// superseded: a newer generation, in every state that has one,
 			// even with another ref (there is no generation N to fork).
@@ -342,12 +350,12 @@ func testClaimRefusalOrder(t *testing.T, s *suite) {
 			// claim-conflict: resuming with a live holder (take-over or not),
 			// at N and below.
 			row{startResuming(2), req(2, false), ledger.ClassClaimConflict},
-			row{startResuming(2), req(3, false), ledger.ClassClaimConflict},
+			row{startResuming(2), ahead(3), ledger.ClassClaimConflict},
 		)
 		if !takeOver {
 			rows = append(rows,
 				row{startLive(2), req(2, false), ledger.ClassClaimConflict},
-				row{startLive(2), req(3, false), ledger.ClassClaimConflict},
+				row{startLive(2), ahead(3), ledger.ClassClaimConflict},
 			)
 		}
 	}
@@ -371,7 +379,11 @@ func testClaimGoneHolder(t *testing.T, s *suite) {
 			resuming, a := s.atResuming(2)
 			gone := s.b.MakeHolderGone(t, run)
 			h := resumer("host-b", 2)
-			b := s.claim(ledger.ClaimRequest{Run: run, Generation: gen, Ref: ref(gen), Holder: h, GoneHolder: gone})
+			req := ledger.ClaimRequest{Run: run, Generation: gen, Ref: ref(gen), Holder: h, GoneHolder: gone}
+			if gen != 2 {
+				req = copyOf(req)
+			}
+			b := s.claim(req)
 			if b.Fence() != resuming.Fence+1 || b.Record().State != ledger.StateResuming || *b.Record().Holder != h {
 				t.Fatalf("claim over a gone holder: %s", js(b.Record()))
 			}
@@ -526,7 +538,11 @@ func testRelease(t *testing.T, s *suite) {
 		t.Run(fmt.Sprintf("generation %d", gen), func(t *testing.T) {
 			s := s.fresh(t)
 			s.atSuspended(2)
-			c := s.claim(ledger.ClaimRequest{Run: run, Generation: gen, Ref: ref(gen), Holder: resumer("host-r", 1)})
+			req := ledger.ClaimRequest{Run: run, Generation: gen, Ref: ref(gen), Holder: resumer("host-r", 1)}
+			if gen != 2 {
+				req = copyOf(req)
+			}
+			c := s.claim(req)
 			if err := c.Release(s.ctx()); err != nil {
 				t.Fatal(err)
 			}
@@ -537,7 +553,7 @@ func testRelease(t *testing.T, s *suite) {
 				t.Fatalf("got %s\nwant %s", js(rec), js(want))
 			}
 			// The released generation can be claimed again, with a higher
-			// fence.
+			// fence, and no longer as a copy: the ledger recorded it.
 			c2 := s.claim(ledger.ClaimRequest{Run: run, Generation: gen, Ref: ref(gen), Holder: resumer("host-r", 2)})
 			if c2.Fence() != c.Fence()+1 {
 				t.Fatalf("claim after Release: fence %d, want %d", c2.Fence(), c.Fence()+1)
@@ -613,7 +629,9 @@ func testDiscard(t *testing.T, s *suite) {
 		s := s.fresh(t)
 		p := s.atPurged(2)
 		rec := s.discard(false)
-		want := ledger.Record{Run: run, State: ledger.StateDiscarded, Fence: p.Fence, Updated: rec.Updated}
+		// Turn 3: a purged record keeps its last generation and ref, and so
+		// does its tombstone.
+		want := ledger.Record{Run: run, Generation: 2, Ref: ref(2), State: ledger.StateDiscarded, Fence: p.Fence, Updated: rec.Updated}
 		if !Equal(rec, want) {
 			t.Fatalf("got %s\nwant %s", js(rec), js(want))
 		}
@@ -648,7 +666,9 @@ func testDiscardForce(t *testing.T, s *suite) {
 func testPurge(t *testing.T, s *suite) {
 	d := s.atDiscarded(3)
 	rec := s.purge()
-	want := ledger.Record{Run: run, State: ledger.StatePurged, Fence: d.Fence, Updated: rec.Updated}
+	// Turn 3: run, fence, the last generation and its ref are kept (and the
+	// run UID: PurgeKeepsUID).
+	want := ledger.Record{Run: run, Generation: 3, Ref: ref(3), State: ledger.StatePurged, Fence: d.Fence, Updated: rec.Updated}
 	if !Equal(rec, want) {
 		t.Fatalf("got %s\nwant %s", js(rec), js(want))
 	}
@@ -661,7 +681,7 @@ func testPurge(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	for k := range m {
-		if k != "run" && k != "state" && k != "fence" && k != "updated" {
+		if k != "run" && k != "state" && k != "fence" && k != "updated" && k != "generation" && k != "ref" {
 			t.Errorf("a purged record keeps %q: %s", k, b)
 		}
 	}
@@ -825,7 +845,11 @@ func testWalk(t *testing.T, s *suite) {
 					rf = cur.Ref
 				}
 			}
-			op = ledger.ClaimOp{ClaimRequest: ledger.ClaimRequest{Run: r, Generation: g, Ref: rf, Holder: resumer(ctr.Host, i), TakeOver: rng.IntN(3) == 0}}
+			req := ledger.ClaimRequest{Run: r, Generation: g, Ref: rf, Holder: resumer(ctr.Host, i), TakeOver: rng.IntN(3) == 0, Copy: rng.IntN(2) == 0}
+			if cur != nil && cur.Generation+1 == g && rng.IntN(3) != 0 {
+				req.Parent = cur.Ref // a chained claim of the next generation
+			}
+			op = ledger.ClaimOp{ClaimRequest: req}
 		case 3:
 			op = ledger.LiveOp{Run: r, Fence: fence, Container: ctr}
 		case 4:

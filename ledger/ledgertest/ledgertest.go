@@ -2,10 +2,12 @@
 // (docs/design.md "The run ledger"): every backend — ledger/fake,
 // ledger/bolt, ledger/etcd — runs Run against fresh instances of itself.
 // The suite drives every row and every refusal of the transition table,
-// in the design's order of precedence, tombstones and purge, a gone
-// holder, the fence only growing, retried Live, Release, and contended
-// transitions from many goroutines; and it checks the backend against
-// ledger.Apply over a long seeded walk of transitions.
+// in the design's order of precedence — the turn-3 rows too: run UIDs,
+// purged runs never claimed, chain continuity, not-handed-off and copies,
+// HandedOff, Received, Recalled, Unwound and Repinned — tombstones and
+// purge, a gone holder, the fence only growing, retried Live, Release, and
+// contended transitions from many goroutines; and it checks the backend
+// against ledger.Apply over a long seeded walk of transitions.
 //
 // The suite needs one hook from the backend, MakeHolderGone: the backend's
 // own meaning of "this resuming holder is gone" (the caller's judgement for

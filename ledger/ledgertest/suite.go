@@ -64,6 +64,27 @@ var (
 	ctrB    = ledger.Container{Host: "host-b", Namespace: "ns", ID: "inc-b"}
 )
 
+// ancestors are the refs of generations 1 … g−1 of the run, oldest first
+// (a `/3` ref's ancestors).
+func ancestors(g uint64) []digest.Digest {
+	var out []digest.Digest
+	for i := uint64(1); i < g; i++ {
+		out = append(out, ref(i))
+	}
+	return out
+}
+
+// copyOf makes req a claim of a generation this ledger may never have
+// recorded: Copy, with the ref's chain (parent and ancestors).
+func copyOf(req ledger.ClaimRequest) ledger.ClaimRequest {
+	req.Copy = true
+	if req.Generation > 1 {
+		req.Parent = ref(req.Generation - 1)
+	}
+	req.Ancestors = ancestors(req.Generation)
+	return req
+}
+
 // ref is the ref digest of generation g of the run.
 func ref(g uint64) digest.Digest {
 	return digest.FromString(fmt.Sprintf("ref of %s generation %d", run, g))
@@ -196,15 +217,11 @@ func (s *suite) refused(err error, class string, before ledger.Record, existed b
 	if !errors.As(err, &e) {
 		s.t.Fatalf("want *ledger.Error of class %s, got %T: %v", class, err, err)
 	}
-	sentinel := map[string]error{
-		ledger.ClassClaimConflict: ledger.ErrClaimConflict,
-		ledger.ClassSuperseded:    ledger.ErrSuperseded,
-		ledger.ClassForked:        ledger.ErrForked,
-	}[class]
+	sentinel := sentinels[class]
 	if e.Class != class || !errors.Is(err, sentinel) || ledger.ClassOf(err) != class {
 		s.t.Fatalf("want class %s, got %s: %v", class, e.Class, err)
 	}
-	for c, other := range map[string]error{ledger.ClassClaimConflict: ledger.ErrClaimConflict, ledger.ClassSuperseded: ledger.ErrSuperseded, ledger.ClassForked: ledger.ErrForked} {
+	for c, other := range sentinels {
 		if c != class && errors.Is(err, other) {
 			s.t.Fatalf("%v matches %s too", err, c)
 		}
@@ -226,6 +243,24 @@ func (s *suite) refused(err error, class string, before ledger.Record, existed b
 	after, ok := s.get()
 	if ok != existed || (ok && !Equal(after, before)) {
 		s.t.Fatalf("a refused transition changed the record:\n  before %s (exists %v)\n  after  %s (exists %v)", js(before), existed, js(after), ok)
+	}
+	return e
+}
+
+// sentinels are the refusal classes and their sentinel errors.
+var sentinels = map[string]error{
+	ledger.ClassClaimConflict: ledger.ErrClaimConflict,
+	ledger.ClassSuperseded:    ledger.ErrSuperseded,
+	ledger.ClassForked:        ledger.ErrForked,
+	ledger.ClassBadInput:      ledger.ErrBadInput,
+}
+
+// refusedCode is refused, and checks the refusal's finer reason too.
+func (s *suite) refusedCode(err error, class, code string, before ledger.Record, existed bool) *ledger.Error {
+	s.t.Helper()
+	e := s.refused(err, class, before, existed)
+	if e.Code != code || ledger.CodeOf(err) != code {
+		s.t.Fatalf("want reason %q, got %q: %v", code, e.Code, err)
 	}
 	return e
 }

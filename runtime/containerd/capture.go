@@ -243,7 +243,9 @@ func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Conta
 const readBufferSize = 1 << 20
 
 // uncompressedDigest streams a layer blob through the decompressor its
-// content needs and returns the uncompressed size in bytes and digest.
+// content needs and returns the uncompressed size in bytes and digest; an
+// entry named like a whiteout that is not one fails wrapping
+// snapshot.ErrWhiteoutName (checkWhiteoutEntries).
 func uncompressedDigest(ctx context.Context, cs content.Provider, desc ocispec.Descriptor) (int64, digest.Digest, error) {
 	ra, err := cs.ReaderAt(ctx, desc)
 	if err != nil {
@@ -259,11 +261,17 @@ func uncompressedDigest(ctx context.Context, cs content.Provider, desc ocispec.D
 	}
 	defer dr.Close()
 	h := digest.Canonical.Digester()
-	n, err := io.Copy(h.Hash(), dr)
-	if err != nil {
+	var n countWriter
+	// The tar entries are judged on the way (checkWhiteoutEntries: a
+	// workload file named .wh.*), then the rest of the stream is hashed.
+	tee := io.TeeReader(dr, io.MultiWriter(h.Hash(), &n))
+	if err := checkWhiteoutEntries(tee); err != nil {
+		return 0, "", fmt.Errorf("diff %s: %w", desc.Digest, err)
+	}
+	if _, err := io.Copy(io.Discard, tee); err != nil {
 		return 0, "", fmt.Errorf("diff %s: decompress: %w", desc.Digest, err)
 	}
-	return n, h.Digest(), nil
+	return int64(n), h.Digest(), nil
 }
 
 // addContent adds blobs to a lease as content resources (idempotent).

@@ -1,16 +1,19 @@
 package containerd
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/leases"
@@ -116,7 +119,7 @@ func (r *Runtime) overlayDiff(ctx context.Context, lease string, c snapshot.Cont
 	}
 	l, err := r.writeOverlayLayer(ctx, lease, layout)
 	var werr *walkError
-	if errors.As(err, &werr) {
+	if errors.As(err, &werr) && !errors.Is(err, snapshot.ErrWhiteoutName) {
 		// Nothing is stored (the ingest was aborted): the diff service
 		// walks both trees instead.
 		return diffLayer{}, false, nil
@@ -246,11 +249,19 @@ func (r *Runtime) writeOverlayLayer(ctx context.Context, lease string, l overlay
 //     of the deleted path in the parent failed: a deletion when the parent
 //     has the path (a symlink whose target is not in the view), else
 //     dropped (it deletes nothing; as an entry it would be a device node).
+//
+// A change that adds or modifies a file, directory or link whose base name
+// starts with ".wh." (a workload file, not a whiteout: those are character
+// devices here, and opaque directories an xattr) fails wrapping
+// snapshot.ErrWhiteoutName, naming the path: in the layer it would be a
+// whiteout.
 func overlayChanges(ctx context.Context, parent, upper string, emit fs.ChangeFunc) fs.ChangeFunc {
 	return func(k fs.ChangeKind, p string, fi os.FileInfo, err error) error {
 		switch {
 		case err != nil:
 			return err
+		case k != fs.ChangeKindDelete && strings.HasPrefix(filepath.Base(p), snapshot.WhiteoutPrefix) && !isWhiteout(fi):
+			return whiteoutName(p)
 		case k == fs.ChangeKindDelete && filepath.Base(p) == opaqueMarker:
 			if err := emit(k, p, nil, nil); err != nil {
 				return err
@@ -259,6 +270,9 @@ func overlayChanges(ctx context.Context, parent, upper string, emit fs.ChangeFun
 			err := fs.Changes(ctx, "", filepath.Join(upper, dir), func(_ fs.ChangeKind, sub string, fi os.FileInfo, err error) error {
 				if err != nil || isWhiteout(fi) {
 					return err
+				}
+				if strings.HasPrefix(filepath.Base(sub), snapshot.WhiteoutPrefix) {
+					return whiteoutName(filepath.Join(dir, sub))
 				}
 				return emit(fs.ChangeKindAdd, filepath.Join(dir, sub), fi, nil)
 			})
@@ -278,6 +292,38 @@ func overlayChanges(ctx context.Context, parent, upper string, emit fs.ChangeFun
 			}
 		}
 		return emit(k, p, fi, nil)
+	}
+}
+
+// whiteoutName is the refusal of a workload file named like a whiteout.
+func whiteoutName(p string) error {
+	return fmt.Errorf("%s: %w", p, snapshot.ErrWhiteoutName)
+}
+
+// checkWhiteoutEntries reads an uncompressed layer tar the diff service
+// wrote and refuses (snapshot.ErrWhiteoutName, naming the entry) an entry
+// whose base name starts with ".wh." unless it is what containerd's
+// archive.ChangeWriter writes for a whiteout or an opaque marker: a
+// regular file of 0 bytes, mode 0, owned by 0:0, with the time 0
+// (containerd 2). A workload file of that very shape is indistinguishable
+// in the tar; the in-process differ, which sees the upper directory,
+// tells them apart exactly.
+func checkWhiteoutEntries(r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the layer tar: %w", err)
+		}
+		if !strings.HasPrefix(path.Base(hdr.Name), snapshot.WhiteoutPrefix) {
+			continue
+		}
+		if hdr.Typeflag != tar.TypeReg || hdr.Size != 0 || hdr.Mode&0o7777 != 0 || hdr.Uid != 0 || hdr.Gid != 0 || !hdr.ModTime.Equal(time.Unix(0, 0)) {
+			return whiteoutName("/" + strings.TrimPrefix(hdr.Name, "/"))
+		}
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/continuity/fs"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 )
 
 func TestOverlayDirs(t *testing.T) {
@@ -122,9 +124,7 @@ func TestChunkWriter(t *testing.T) {
 // parent holds there (a file where the upper has a directory would stop
 // the plain walk with ENOTDIR).
 func TestOverlayChanges(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("whiteouts and trusted.* xattrs need root")
-	}
+	testenv.RequireRoot(t, "whiteouts and trusted.* xattrs")
 	parent, upper := t.TempDir(), t.TempDir()
 	mk := func(root, p, content string) {
 		t.Helper()

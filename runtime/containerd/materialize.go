@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -234,7 +235,8 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // (an earlier resume killed between Prepare and NewContainer) is removed
 // first. On failure the prepared snapshot is removed. Errors:
 // errdefs.ErrAlreadyExists for an existing container or foreign snapshot
-// spec.ID; snapshot.ErrDiffCorrupt when extraction computes another diffID;
+// spec.ID; snapshot.ErrDiffCorrupt when extraction computes another diffID
+// or the daemon refuses to extract a verified layer (extractionRefused);
 // errdefs.ErrNotFound for missing base content.
 func (r *Runtime) CreateContainer(ctx context.Context, spec host.ContainerSpec) error {
 	ml, err := r.client.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(MaterializeLeaseExpiry),
@@ -303,6 +305,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec host.ContainerSpec) 
 		err = native(err)
 		if isWrongDiffID(err) {
 			return fmt.Errorf("apply base %s + layers %s: %v: %w", spec.Base.ManifestDigest, applied, err, snapshot.ErrDiffCorrupt)
+		}
+		if extractionRefused(ctx, err) {
+			return fmt.Errorf("apply base %s + layers %s: content corrupt: containerd refused to extract a verified layer: %v: %w", spec.Base.ManifestDigest, applied, err, snapshot.ErrDiffCorrupt)
 		}
 		return fmt.Errorf("apply base %s + layers %s: %w", spec.Base.ManifestDigest, applied, err)
 	}
@@ -402,6 +407,37 @@ const wrongDiffIDText = "wrong diff id calculated on extraction"
 // the containerd version in go.mod.
 func isWrongDiffID(err error) bool {
 	return err != nil && strings.Contains(err.Error(), wrongDiffIDText)
+}
+
+// hostErrorTexts are the texts of the host failures an extraction can
+// meet that say nothing about the layer (a retry may pass): the daemon's
+// applier reports them through gRPC as text only.
+var hostErrorTexts = []string{"no space left on device", "disk quota exceeded", "too many open files", "read-only file system", "cannot allocate memory"}
+
+// extractionRefused reports whether an error of rootfs.ApplyLayers is the
+// daemon refusing to extract a layer whose blob was verified (digest, size,
+// diffID) before it was applied — a tar entry its applier will not write:
+// docs/design.md "Hardening": content corrupt (snapshot.ErrDiffCorrupt,
+// exit 7), never an internal error (1) an orchestrator would retry
+// forever. Not so: the caller's context ended, an unavailable daemon,
+// absent content, an existing snapshot, and the host failures of
+// hostErrorTexts.
+func extractionRefused(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	switch {
+	case errdefs.IsUnavailable(err), errdefs.IsNotFound(err), errdefs.IsAlreadyExists(err),
+		errdefs.IsCanceled(err), errdefs.IsDeadlineExceeded(err), errdefs.IsResourceExhausted(err):
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	for _, t := range hostErrorTexts {
+		if strings.Contains(msg, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // StartTask creates the container's task with no standard streams

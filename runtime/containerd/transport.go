@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // RegistryOptions says how push and pull reach registries (docs/design.md
@@ -101,7 +102,7 @@ func registryTLS(caFile string) (*tls.Config, error) {
 		pool = x509.NewCertPool()
 	}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pem, err := inputfile.Read(caFile, inputfile.MaxCertBundle)
 		if err != nil {
 			return nil, fmt.Errorf("registry CA file %s: %w: %w", caFile, errdefs.ErrInvalidArgument, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest/adopt"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -64,11 +65,11 @@ func TestPinAgainstContainerd(t *testing.T) {
 	}{{"busybox:1", idx.Index}, {"busybox:single", single.Manifest}} {
 		cfg := writeAdopt(t, c.image)
 		var out struct {
-			Address string                `json:"address"`
-			Pinned  bool                  `json:"pinned"`
-			Changed bool                  `json:"changed"`
-			Edits   []envmanifest.PinEdit `json:"edits"`
-			Written string                `json:"written"`
+			Address string          `json:"address"`
+			Pinned  bool            `json:"pinned"`
+			Changed bool            `json:"changed"`
+			Edits   []adopt.PinEdit `json:"edits"`
+			Written string          `json:"written"`
 		}
 		mustCLI(t, a, "", &out, "pin", "--write", cfg)
 		got, _ := os.ReadFile(cfg)
@@ -100,8 +101,8 @@ func TestPinAgainstContainerd(t *testing.T) {
 		t.Errorf("lint of an absent name with a daemon: exit %d, want 5", code)
 	}
 	var lint struct {
-		OK    bool                     `json:"ok"`
-		Image *envmanifest.ImageReport `json:"image"`
+		OK    bool               `json:"ok"`
+		Image *adopt.ImageReport `json:"image"`
 	}
 	mustCLI(t, a, "", &lint, "lint", writeAdopt(t, "busybox:1"))
 	if !lint.OK || lint.Image == nil || lint.Image.Digest != idx.Index || lint.Image.Reference != idx.Name {
@@ -146,7 +147,7 @@ func TestPinnedResumesAcrossHosts(t *testing.T) {
 			ns := b.NewNamespace()
 			got := filepath.Join(dir, run+".b.ref.json")
 			mustCLI(t, b, ns, nil, "import", tarPath, "--trust", pub, "--out", got)
-			code, stdout, stderr := srcli(t, b, ns, "resume", "--check", "--ref", got, "--config", c.cfg, "--trust", pub)
+			code, stdout, stderr := srcli(t, b, ns, "resume", "--check", "--copy", "--ref", got, "--config", c.cfg, "--trust", pub)
 			var v resume.Verdict
 			if err := json.Unmarshal(stdout, &v); err != nil {
 				t.Fatalf("exit %d: not a verdict: %v\n%s\n%s", code, err, stdout, stderr)
@@ -158,7 +159,7 @@ func TestPinnedResumesAcrossHosts(t *testing.T) {
 				return
 			}
 			// and it does resume there: the incarnation is created.
-			code, stdout, stderr = srcli(t, b, ns, "resume", "--ref", got, "--config", c.cfg, "--trust", pub, "--container", b.ID(run))
+			code, stdout, stderr = srcli(t, b, ns, "resume", "--copy", "--ref", got, "--config", c.cfg, "--trust", pub, "--container", b.ID(run))
 			if err := json.Unmarshal(stdout, &v); err != nil || code != 0 || !v.Accepted {
 				t.Errorf("resume on the second host: exit %d (%v)\n%s\n%s", code, err, stdout, stderr)
 			}

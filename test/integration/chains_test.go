@@ -466,7 +466,8 @@ func TestMovedRunRunsRecordedProcess(t *testing.T) {
 			}
 			moved := *r
 			moved.d, moved.ref = hop.d, ref
-			code, v := resumeChain(t, &moved, "--start")
+			// Another daemon's ledger never recorded the generation: a copy.
+			code, v := resumeChain(t, &moved, "--copy", "--start")
 			if code != 0 {
 				t.Fatalf("resume on %s: exit %d: %s", hop.d.Name, code, failDetail(v))
 			}

@@ -84,13 +84,14 @@ func TestGenerationsAcrossHosts(t *testing.T) {
 	rb := &genRig{d: b, env: ra.env}
 	rc := &genRig{d: c, env: ra.env}
 	incB := b.ID("b-g3")
-	if v := rb.resume(t, refB, incB); v.Generation != 3 || v.Container != incB {
+	// B's and C's ledgers never recorded generation 3: copies (no handoff).
+	if v := rb.resume(t, refB, incB, "--copy"); v.Generation != 3 || v.Container != incB {
 		t.Fatalf("resume of generation 3 on B: generation %d container %q", v.Generation, v.Container)
 	}
 	startWaiting(t, b, incB)
 	sameTree(t, "incarnation of generation 3 on B", walkTree(t, b, incB), want)
 	incC := c.ID("c-g3")
-	if v := rc.resume(t, refC, incC); v.Generation != 3 || v.Container != incC {
+	if v := rc.resume(t, refC, incC, "--copy"); v.Generation != 3 || v.Container != incC {
 		t.Fatalf("resume of generation 3 on C: generation %d container %q", v.Generation, v.Container)
 	}
 	startWaiting(t, c, incC)

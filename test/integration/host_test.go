@@ -13,6 +13,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	suspendpkg "github.com/sandbox-resume/sandbox-resume/suspend"
@@ -33,8 +34,8 @@ var (
 // the daemon built, compared with itself.
 func (f fixture) CheckSpec(t testing.TB, spec []byte, env map[string]string) {
 	t.Helper()
-	if drift, err := resume.CompareSpec(spec, spec, resume.SpecOptions{ContainerEnv: env}); err != nil || len(drift) != 0 {
-		t.Fatalf("CompareSpec(built, built) = %v, %v:\n%s", drift, err, spec)
+	if drift, err := runspec.Compare(spec, spec, runspec.Options{ContainerEnv: env}); err != nil || len(drift) != 0 {
+		t.Fatalf("runspec.Compare(built, built) = %v, %v:\n%s", drift, err, spec)
 	}
 }
 

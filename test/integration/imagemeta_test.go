@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/envmanifest/adopt"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -43,10 +44,10 @@ type errorOutput struct {
 
 // lintOutput is the part of `lint --output json` these tests read.
 type lintOut struct {
-	OK            bool                      `json:"ok"`
-	Image         *envmanifest.ImageReport  `json:"image"`
-	ImageRefusals []envmanifest.LintRefusal `json:"imageRefusals"`
-	Refusals      []envmanifest.LintRefusal `json:"refusals"`
+	OK            bool                `json:"ok"`
+	Image         *adopt.ImageReport  `json:"image"`
+	ImageRefusals []adopt.LintRefusal `json:"imageRefusals"`
+	Refusals      []adopt.LintRefusal `json:"refusals"`
 	Error         *struct {
 		Class string `json:"class"`
 	} `json:"error"`
@@ -102,7 +103,7 @@ func TestImageMetadataSuspendAndLint(t *testing.T) {
 			var lintGot []envmanifest.Refusal
 			for _, r := range lint.ImageRefusals {
 				lintGot = append(lintGot, r.Refusal)
-				if r.Property != envmanifest.AdviceImageMetadata || r.Advice == "" {
+				if r.Property != adopt.AdviceImageMetadata || r.Advice == "" {
 					t.Errorf("lint: refusal %s has property %q advice %q", r.Pointer, r.Property, r.Advice)
 				}
 			}

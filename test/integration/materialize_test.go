@@ -294,12 +294,19 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 	}
 	// The suspend recorded the good ref: the re-signed one would be
 	// forked (6) before materializing. Purge the record (the run lease
-	// and its blobs stay), so the claim passes and the layer is checked.
+	// and its blobs stay) and record the re-signed ref, so the claim passes
+	// and the layer is checked.
 	l := daemonLedger(t, d, "")
 	if _, err := l.Discard(ctx(t), s.run, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Purge(ctx(t), s.run); err != nil {
+		t.Fatal(err)
+	}
+	// Turn 3: a purged run is never claimed: the re-signed ref is recorded
+	// as generation 1 again, as if its suspend had written it.
+	if _, err := l.Suspended(ctx(t), ledger.SuspendRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(bad),
+		Container: ledger.Container{Host: ref.Host.ID, Namespace: d.Namespace, ID: "bad-reset"}, Created: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
@@ -450,7 +457,8 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := daemonLedger(t, d, "")
-	c, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: holder})
+	uid := s.openRef(t, refFile).RunUID // a claim names the ref's run UID, as resume does
+	c, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), RunUID: uid, Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +474,7 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder.Start += "0"
-	if _, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: holder}); err != nil {
+	if _, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.run, Generation: 1, Ref: digest.FromBytes(refFile), RunUID: uid, Holder: holder}); err != nil {
 		t.Fatal(err)
 	}
 	code, v = resumeCLI(t, s)
@@ -552,7 +560,7 @@ func BenchmarkMaterializeCPU(b *testing.B) {
 		for i := range runs {
 			for k := range names {
 				n := names[(i+k)%len(names)]
-				resumeAgain(b, d, "matcpu-g", run)
+				resumeAgain(b, d, "matcpu-g", run, refPath)
 				syscall.Sync()
 				d0 := cpuTime(b, pid, true)
 				start := time.Now()

@@ -16,9 +16,11 @@ import (
 	apievents "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/opencontainers/go-digest"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -261,7 +263,7 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					mat := "mat-" + runID
 					matOps := []func(){func() {
 						if prevCLI != "" {
-							resumeAgain(b, a, mat, runID)
+							resumeAgain(b, a, mat, runID, refPath)
 						}
 						timed("materialize", i, func() {
 							cli2(a, "resume", "--ref", refPath, "--config", cfg, "--trust", pub, "--container", mat)
@@ -271,7 +273,7 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					}}
 					if prevCLI != "" {
 						matOps = append(matOps, func() {
-							resumeAgain(b, a, mat, runID)
+							resumeAgain(b, a, mat, runID, refPath)
 							timed("materialize-prev", i, func() {
 								run(prevCLI, a, "resume", "--ref", refPath, "--config", cfg, "--trust", pub, "--container", mat)
 							})
@@ -282,10 +284,10 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					started, baseRun := "run-"+runID, "base-"+runID
 					runOps := []func(){func() {
 						if prevCLI != "" {
-							resumeAgain(b, h2, started, runID)
+							resumeAgain(b, h2, started, runID, imported)
 						}
 						timed("running", i, func() {
-							cli2(h2, "resume", "--ref", imported, "--config", cfg, "--trust", pub, "--container", started, "--start")
+							cli2(h2, "resume", "--copy", "--ref", imported, "--config", cfg, "--trust", pub, "--container", started, "--start")
 						})
 					}, func() {
 						timed("running-base", i, func() {
@@ -295,7 +297,7 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 					}}
 					if prevCLI != "" {
 						runOps = append(runOps, func() {
-							resumeAgain(b, h2, started, runID)
+							resumeAgain(b, h2, started, runID, imported)
 							timed("running-prev", i, func() {
 								run(prevCLI, h2, "resume", "--ref", imported, "--config", cfg, "--trust", pub, "--container", started, "--start")
 							})
@@ -337,11 +339,11 @@ func BenchmarkMoveLifecycle(b *testing.B) {
 
 // resumeAgain makes run resumable again on d as if never resumed, for a
 // second timing of the same ref (the -prev ops): container id (with its
-// task and snapshot) is removed, the run's record purged (its run lease
-// and blobs stay) and a synchronous garbage collection drops the applied
+// task and snapshot) is removed, the run's record purged and refPath's
+// generation 1 recorded again (its run lease and blobs stay) and a synchronous garbage collection drops the applied
 // chain snapshot, so the next resume applies the layer again. Nothing
 // of it is timed.
-func resumeAgain(b *testing.B, d *harness.Daemon, id, run string) {
+func resumeAgain(b *testing.B, d *harness.Daemon, id, run, refPath string) {
 	b.Helper()
 	ctx := d.Context(b)
 	if c, err := d.Client.LoadContainer(ctx, id); err == nil {
@@ -362,6 +364,20 @@ func resumeAgain(b *testing.B, d *harness.Daemon, id, run string) {
 		}
 		if _, err := l.Purge(ctx, run); err != nil {
 			b.Fatalf("purge the record of %s: %v", run, err)
+		}
+		// Turn 3: a purged run is never claimed again; its generation 1
+		// is recorded once more, as a suspend here would (fence kept).
+		file, err := os.ReadFile(refPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		host, err := d.Connect(b, "").Host(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Suspended(ctx, ledger.SuspendRequest{Run: run, Generation: 1, Ref: digest.FromBytes(file),
+			Container: ledger.Container{Host: host.ID, Namespace: d.Namespace, ID: id + "-reset"}, Created: time.Now()}); err != nil {
+			b.Fatalf("record generation 1 of %s again: %v", run, err)
 		}
 	}
 	ls := d.Client.LeasesService()

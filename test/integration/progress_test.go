@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -185,7 +186,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		testenv.Missing(t, "pseudo-terminals (/dev/ptmx: %v)", err)
 	}
 	t.Cleanup(func() { m.Close() })
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {

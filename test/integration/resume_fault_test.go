@@ -361,8 +361,8 @@ func (r *resumeRig) rerun(t *testing.T, ctx context.Context, killed, container s
 
 // reset deletes the containers ids (tasks killed, snapshots removed) and
 // the leases of killed materializations (synchronously, so what they held
-// is collected), and resets the record: purged (the run id free, the fence
-// kept) or, with
+// is collected), and resets the record: purged and generation 1 recorded
+// again (the fence kept) or, with
 // stale, resuming with a gone holder (a resumer killed before it made its
 // container).
 func (r *resumeRig) reset(t *testing.T, ctx context.Context, stale bool, ids ...string) {
@@ -409,11 +409,17 @@ func (r *resumeRig) reset(t *testing.T, ctx context.Context, stale bool, ids ...
 	if _, err := l.Purge(ctx, r.s.run); err != nil {
 		t.Fatal(err)
 	}
+	host, err := r.rt.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Turn 3: a purged run is never claimed again; generation 1 is
+	// recorded once more (as its suspend did), from the purged fence on.
+	if _, err := l.Suspended(ctx, ledger.SuspendRequest{Run: r.s.run, Generation: 1, Ref: digest.FromBytes(r.refFile),
+		Container: ledger.Container{Host: host.ID, Namespace: r.d.Namespace, ID: "rf-reset"}, Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	if stale {
-		host, err := r.rt.Host(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		h, err := resume.Self(ledger.Container{Host: host.ID, Namespace: r.d.Namespace, ID: "rf-gone"})
 		if err != nil {
 			t.Fatal(err)

@@ -187,7 +187,7 @@ func (s *suspended) writeConfig(t testing.TB, name, text string) string {
 
 // fixtureSpec is the runtime spec the hand-made refs of these tests record;
 // writeDiff stores it beside every diff.
-const fixtureSpec = `{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"}}`
+const fixtureSpec = `{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/"},"root":{"path":"rootfs"},"linux":{"namespaces":[{"type":"pid"},{"type":"network"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}`
 
 // writeDiff writes blob, and the blob of fixtureSpec, into namespace ns of
 // d under the run lease, as suspend does (an unleased blob is collected).
@@ -220,7 +220,9 @@ func check(t *testing.T, d *harness.Daemon, ns string, s *suspended, config stri
 	}
 	cfg := s.writeConfig(t, "offered.json", config)
 	args := append([]string{"--address", d.Address, "--namespace", ns, "--output", "json"}, extra...)
-	args = append(args, "resume", "--check", "--ref", s.refPath, "--config", cfg, "--trust", s.pub)
+	// The hand-made ref was never suspended through this daemon's ledger:
+	// a copy (docs/design.md "Exactly once across hosts").
+	args = append(args, "resume", "--check", "--copy", "--ref", s.refPath, "--config", cfg, "--trust", s.pub)
 	cmd := exec.Command(cli(t), args...)
 	cmd.Env = cliEnv(args)
 	var stdout, stderr bytes.Buffer
@@ -330,7 +332,7 @@ func TestResumeCheckSameHost(t *testing.T) {
 		}
 		l := daemonLedger(t, d, "")
 		h := ledger.Holder{Container: ledger.Container{Host: s.ref.Host.ID, Namespace: d.Namespace, ID: d.ID("resumed")}}
-		cl, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.ref.Run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: h})
+		cl, err := l.Claim(d.Context(t), ledger.ClaimRequest{Run: s.ref.Run, Generation: 1, Ref: digest.FromBytes(refFile), Holder: h, Copy: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -497,7 +499,7 @@ func BenchmarkResumeCheckProcess(b *testing.B) {
 	s := suspend(b, d, suspendedConfig)
 	cfg := s.writeConfig(b, "offered.json", suspendedConfig)
 	bin := plainCLI(b)
-	args := []string{"--address", d.Address, "--namespace", d.Namespace, "resume", "--check",
+	args := []string{"--address", d.Address, "--namespace", d.Namespace, "resume", "--check", "--copy",
 		"--ref", s.refPath, "--config", cfg, "--trust", s.pub}
 	lat := make([]time.Duration, b.N)
 	b.ResetTimer()

@@ -83,9 +83,12 @@ func TestLinearizable(t *testing.T) {
 	c := etcdharness.Start(t)
 	pfx := prefix()
 	var killed int
+	var killFrom, killTo int64
 	ops := runClients(t, linTransitions, func(i int) ledger.Ledger {
 		return open(t, c, etcdledger.Config{Prefix: pfx})
 	}, func() {
+		killFrom = ledgerlin.Now()
+		defer func() { killTo = ledgerlin.Now() }()
 		killed = c.Leader(t)
 		if killed < 0 {
 			killed = 0
@@ -99,6 +102,11 @@ func TestLinearizable(t *testing.T) {
 	st := ledgerlin.Count(ops)
 	if st.Transitions < 1000 || st.Succeeded < 200 || st.Refused < 100 {
 		t.Fatalf("the workload is too thin: %s", st)
+	}
+	if n := ledgerlin.InFlight(ops, killFrom, killTo); n == 0 {
+		t.Fatal("no call was in flight while the leader was killed and restarted: the history says nothing about the kill")
+	} else {
+		t.Logf("%d calls in flight across the kill", n)
 	}
 	if res := check(t, ops, true); res != porcupine.Ok {
 		t.Fatalf("the etcd ledger's history is %s", res)
@@ -208,3 +216,23 @@ func (b *broken) Purge(ctx context.Context, run string) (ledger.Record, error) {
 }
 
 func (b *broken) Close() error { return nil }
+
+func (b *broken) HandedOff(ctx context.Context, req ledger.HandOffRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Received(ctx context.Context, req ledger.ReceiveRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Recalled(ctx context.Context, req ledger.RecallRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Unwound(ctx context.Context, req ledger.UnwindRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}
+
+func (b *broken) Repinned(ctx context.Context, req ledger.RepinRequest) (ledger.Record, error) {
+	return b.apply(ctx, req)
+}

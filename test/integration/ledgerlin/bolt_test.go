@@ -93,6 +93,7 @@ func TestBoltProcessesLinearizable(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	killed := Now()
 	_ = cmds[0].Process.Signal(syscall.SIGKILL)
 	for i, cmd := range cmds {
 		err := cmd.Wait()
@@ -115,6 +116,11 @@ func TestBoltProcessesLinearizable(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		ops = append(ops, o...)
+	}
+	if n := InFlight(ops, killed, killed); n == 0 {
+		t.Fatal("no call was in flight when client 0 was killed: the history says nothing about the kill")
+	} else {
+		t.Logf("%d calls in flight at the kill", n)
 	}
 	st := Count(ops)
 	if st.Transitions < 1000 || st.Succeeded < 200 || st.Refused < 100 {

@@ -181,6 +181,20 @@ func overlapping(ops []Op) int {
 	return n
 }
 
+// InFlight counts the calls of ops in flight at some moment of [from, to]
+// (Now() values): invoked by to, and returned at from or later or never (a
+// killed client's last call). A kill test asserts that the kill met at
+// least one call, so that the history says something about it.
+func InFlight(ops []Op, from, to int64) int {
+	n := 0
+	for _, op := range ops {
+		if op.Call <= to && (op.Return >= from || (op.Output.Unknown && op.Return == 0)) {
+			n++
+		}
+	}
+	return n
+}
+
 // Check checks ops against Model within timeout. On a result other than
 // porcupine.Ok it writes porcupine's visualization of the history into dir
 // (when not empty) and returns its path.

@@ -37,6 +37,7 @@ type held struct {
 	fence uint64
 	ctr   ledger.Container
 	gen   uint64
+	uid   string // the run UID its refs carry
 }
 
 type client struct {
@@ -79,6 +80,9 @@ func (c *client) ref(run string, gen uint64) digest.Digest {
 }
 
 func (c *client) pct(p int) bool { return c.rng.IntN(100) < p }
+
+// uid mints a run UID (a suspend of generation 1).
+func (c *client) uid() string { return fmt.Sprintf("ruid:%016x%016x", c.rng.Uint64(), c.rng.Uint64()) }
 
 // record runs one call and records it.
 func (c *client) record(in Input, call func() (Output, error)) (Output, error) {
@@ -143,6 +147,30 @@ func (c *client) purge(ctx context.Context, run string) {
 	})
 }
 
+func (c *client) handOff(ctx context.Context, req ledger.HandOffRequest) {
+	_, _ = c.record(Input{Kind: KindHandedOff, Run: req.Run, HandOff: &req}, func() (Output, error) {
+		r, err := c.l.HandedOff(ctx, req)
+		return recordOut(r), err
+	})
+}
+
+func (c *client) recall(ctx context.Context, req ledger.RecallRequest) {
+	_, _ = c.record(Input{Kind: KindRecalled, Run: req.Run, Recall: &req}, func() (Output, error) {
+		r, err := c.l.Recalled(ctx, req)
+		return recordOut(r), err
+	})
+}
+
+// unwind gives back what the client holds live (a restore that failed
+// after Live); it no longer holds it, whatever the answer.
+func (c *client) unwind(ctx context.Context, run string, h held) {
+	_, _ = c.record(Input{Kind: KindUnwound, Run: run, Fence: h.fence, Container: h.ctr}, func() (Output, error) {
+		r, err := c.l.Unwound(ctx, ledger.UnwindRequest{Run: run, Fence: h.fence, Container: h.ctr})
+		return recordOut(r), err
+	})
+	delete(c.held, run)
+}
+
 func (c *client) release(ctx context.Context, run string, fence uint64) {
 	_, _ = c.record(Input{Kind: KindRelease, Run: run, Fence: fence}, func() (Output, error) {
 		r, err := c.l.Release(ctx, run, fence)
@@ -154,10 +182,14 @@ func (c *client) release(ctx context.Context, run string, fence uint64) {
 // through the handle; otherwise releases it. A claim without an answer is
 // cleaned up: when a Get shows the client's resumer holding the run, it is
 // released with the record's fence.
-func (c *client) claim(ctx context.Context, run string, gen uint64, ref digest.Digest, takeOver bool) {
-	req := ledger.ClaimRequest{Run: run, Generation: gen, Ref: ref, Holder: c.resumer(), TakeOver: takeOver}
+func (c *client) claim(ctx context.Context, run string, gen uint64, ref digest.Digest, uid string, takeOver bool, resuming bool) {
+	req := ledger.ClaimRequest{Run: run, Generation: gen, Ref: ref, Holder: c.resumer(), TakeOver: takeOver, RunUID: uid}
+	in := Input{Kind: KindClaim, Run: run, Claim: &req}
+	if _, ok := c.l.(ledger.HolderJudge); ok && resuming {
+		in.Judged = JudgedByBackend // the claim's lease decides, inside the transition
+	}
 	var cl ledger.Claim
-	out, err := c.record(Input{Kind: KindClaim, Run: run, Claim: &req}, func() (Output, error) {
+	out, err := c.record(in, func() (Output, error) {
 		var err error
 		cl, err = c.l.Claim(ctx, req)
 		if err != nil {
@@ -187,7 +219,7 @@ func (c *client) claim(ctx context.Context, run string, gen uint64, ref digest.D
 		return recordOut(r), err
 	})
 	if err == nil {
-		c.held[run] = held{fence: cl.Fence(), ctr: ctr, gen: gen}
+		c.held[run] = held{fence: cl.Fence(), ctr: ctr, gen: gen, uid: uid}
 	} else if !out.Unknown {
 		_ = cl.Release(ctx) // a refused Live: end the handle (not a transition of the run)
 	}
@@ -205,14 +237,22 @@ func (c *client) round(ctx context.Context) {
 	r := got.Record
 	if got.Found && r.State == ledger.StateLive && r.Holder != nil && c.mine(r.Holder.Container) {
 		if _, ok := c.held[run]; !ok { // a Live whose answer was lost
-			c.held[run] = held{fence: r.Fence, ctr: r.Holder.Container, gen: r.Generation}
+			c.held[run] = held{fence: r.Fence, ctr: r.Holder.Container, gen: r.Generation, uid: r.RunUID}
 		}
+	}
+	if h, ok := c.held[run]; ok && c.pct(4) {
+		c.unwind(ctx, run, h)
+		return
 	}
 	if h, ok := c.held[run]; ok && c.pct(80) {
 		// Suspend the next generation of what this client believes it
 		// holds (refused when it was fenced out).
 		keep := c.pct(40)
-		out, err := c.suspended(ctx, ledger.SuspendRequest{Run: run, Generation: h.gen + 1, Ref: c.ref(run, h.gen+1), Container: h.ctr, Created: created, Fence: h.fence, Keep: keep})
+		uid := h.uid
+		if c.pct(3) {
+			uid = c.uid() // another run's ref: refused (8)
+		}
+		out, err := c.suspended(ctx, ledger.SuspendRequest{Run: run, Generation: h.gen + 1, Ref: c.ref(run, h.gen+1), Container: h.ctr, Created: created, Fence: h.fence, Keep: keep, RunUID: uid})
 		switch {
 		case err == nil && keep:
 			h.gen++
@@ -226,20 +266,32 @@ func (c *client) round(ctx context.Context) {
 	case !got.Found || r.State == ledger.StatePurged:
 		keep := c.pct(50)
 		ctr := c.container()
-		out, err := c.suspended(ctx, ledger.SuspendRequest{Run: run, Generation: 1, Ref: c.ref(run, 1), Container: ctr, Created: created, Keep: keep})
+		uid := c.uid()
+		if got.Found && c.pct(10) {
+			uid = r.RunUID // the purged run's UID: refused (8)
+		}
+		out, err := c.suspended(ctx, ledger.SuspendRequest{Run: run, Generation: 1, Ref: c.ref(run, 1), Container: ctr, Created: created, Keep: keep, RunUID: uid})
 		if err == nil && keep {
-			c.held[run] = held{fence: out.Record.Fence, ctr: ctr, gen: 1}
+			c.held[run] = held{fence: out.Record.Fence, ctr: ctr, gen: 1, uid: uid}
 		}
 	case r.State == ledger.StateSuspended:
 		switch {
 		case c.pct(6):
 			c.discard(ctx, run, false)
-		case c.pct(5) && r.Generation > 1:
-			c.claim(ctx, run, r.Generation-1, r.Ref, false) // an older generation: superseded
 		case c.pct(5):
-			c.claim(ctx, run, r.Generation, c.ref(run, r.Generation), false) // another ref: forked
+			to := fmt.Sprintf("host-%d", c.rng.IntN(3)+100)
+			if c.pct(10) {
+				to = c.host() // this host: bad input
+			}
+			c.handOff(ctx, ledger.HandOffRequest{Run: run, Generation: r.Generation, Ref: r.Ref, RunUID: r.RunUID, To: to, Host: c.host()})
+		case c.pct(5) && r.Generation > 1:
+			c.claim(ctx, run, r.Generation-1, r.Ref, r.RunUID, false, false) // an older generation: superseded
+		case c.pct(5):
+			c.claim(ctx, run, r.Generation, c.ref(run, r.Generation), r.RunUID, false, false) // another ref: forked
+		case c.pct(3):
+			c.claim(ctx, run, r.Generation, r.Ref, c.uid(), false, false) // another run's ref: superseded
 		default:
-			c.claim(ctx, run, r.Generation, r.Ref, false)
+			c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, false, false)
 		}
 	case r.State == ledger.StateResuming:
 		switch {
@@ -248,25 +300,45 @@ func (c *client) round(ctx context.Context) {
 		case c.pct(10):
 			c.live(ctx, run, r.Fence) // another resumer's fence: Live names the claim by its fence alone
 		default:
-			c.claim(ctx, run, r.Generation, r.Ref, false)
+			c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, false, true)
 		}
 	case r.State == ledger.StateLive:
 		switch {
 		case c.pct(15):
-			c.claim(ctx, run, r.Generation, r.Ref, true) // take-over
+			c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, true, false) // take-over
 		case c.pct(8):
 			c.discard(ctx, run, true)
 		case c.pct(8):
 			c.discard(ctx, run, false)
 		default:
-			c.claim(ctx, run, r.Generation, r.Ref, false)
+			c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, false, false)
+		}
+	case r.State == ledger.StateHandedOff:
+		to := ""
+		if r.HandedOff != nil {
+			to = r.HandedOff.To
+		}
+		switch {
+		case c.pct(40):
+			c.recall(ctx, ledger.RecallRequest{Run: run, Generation: r.Generation, Ref: r.Ref})
+		case c.pct(20):
+			c.handOff(ctx, ledger.HandOffRequest{Run: run, Generation: r.Generation, Ref: r.Ref, RunUID: r.RunUID, To: to, Host: c.host()}) // a retried export
+		case c.pct(20):
+			c.discard(ctx, run, c.pct(50)) // stays handed off
+		default:
+			c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, true, false) // handed off: superseded
 		}
 	case r.State == ledger.StateDiscarded:
 		if c.pct(60) {
 			c.purge(ctx, run)
 		} else {
-			c.claim(ctx, run, max(r.Generation, 1), c.ref(run, max(r.Generation, 1)), false)
+			c.claim(ctx, run, max(r.Generation, 1), c.ref(run, max(r.Generation, 1)), r.RunUID, false, false)
 		}
+	}
+	if got.Found && r.State == ledger.StatePurged && r.Generation > 0 && c.pct(20) {
+		// The purged run's own last generation, with a take-over: never
+		// claimed again (superseded).
+		c.claim(ctx, run, r.Generation, r.Ref, r.RunUID, true, false)
 	}
 }
 
