@@ -66,3 +66,28 @@ func TestProcessStartTimeParsesCommandNames(t *testing.T) {
 		t.Error("short stat accepted")
 	}
 }
+
+// TestHostPID1Namespace checks the real host check where it can: pid 1's
+// own namespace file is the host's, and anything it cannot stat fails
+// closed.
+func TestHostPID1Namespace(t *testing.T) {
+	if !procfs.HostPID1Namespace("pid", filepath.Join(t.TempDir(), "missing")) {
+		t.Error("a path that cannot be stat'ed must count as the host's")
+	}
+	if !procfs.HostPID1Namespace("no-such-type", "/proc/1/ns/pid") {
+		t.Error("an unknown type must count as the host's")
+	}
+	if _, err := os.Stat("/proc/1/ns/net"); err != nil {
+		testenv.Missing(t, "/proc/1/ns/net (%v): the remaining checks need it", err)
+	}
+	if !procfs.HostPID1Namespace("network", "/proc/1/ns/net") {
+		t.Error("/proc/1/ns/net is pid 1's network namespace")
+	}
+	f := filepath.Join(t.TempDir(), "not-a-namespace")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if procfs.HostPID1Namespace("network", f) {
+		t.Error("a regular file is not pid 1's namespace")
+	}
+}
