@@ -546,7 +546,9 @@ func TestHostPID1Namespace(t *testing.T) {
 		if !runspec.HostPID1Namespace("network", "/proc/self/ns/net") {
 			t.Errorf("pid 1's namespace unreadable (%v), yet /proc/self/ns/net was judged not the host's", err)
 		}
-	} else if !runspec.HostPID1Namespace("network", "/proc/1/ns/net") {
+		return
+	}
+	if !runspec.HostPID1Namespace("network", "/proc/1/ns/net") {
 		t.Error("/proc/1/ns/net is pid 1's network namespace")
 	}
 	f := filepath.Join(t.TempDir(), "not-a-namespace")
