@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -33,7 +34,7 @@ const (
 // document: signature list missing or empty, no entry naming a trusted key,
 // or an entry naming a trusted key whose sig is not strict base64, not 64
 // bytes, or does not verify. Its class is "untrusted" (internal/exitcode).
-var ErrSignature = errors.New("signature missing, invalid or untrusted")
+var ErrSignature = errdef.New(errdef.ErrUntrusted, "signature missing, invalid or untrusted")
 
 // Signature is one entry of a signed document's "signatures" array: KeyID
 // names the signing key ("ed25519:" + 64 lowercase hex, see KeyID) and Sig is

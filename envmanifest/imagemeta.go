@@ -6,6 +6,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -42,6 +43,9 @@ func (e *ImageMetadataError) Error() string {
 	}
 	return b.String()
 }
+
+// Unwrap returns the class errdef.ErrImageMetadata.
+func (e *ImageMetadataError) Unwrap() error { return errdef.ErrImageMetadata }
 
 // imageMetadataOnly classifies the members a label fragment may carry
 // beyond devcontainer.json's top-level properties (the reference CLI's

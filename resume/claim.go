@@ -9,6 +9,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -59,12 +60,12 @@ func (s *state) targetID() string {
 // ledgerClass maps a ledger refusal to the verdict's class; ok is false
 // for an error that is not a refusal (a storage error: internal).
 func ledgerClass(err error) (Class, bool) {
-	switch ledger.ClassOf(err) {
-	case ledger.ClassSuperseded:
+	switch errdef.Class(err) {
+	case errdef.ErrSuperseded:
 		return ClassSuperseded, true
-	case ledger.ClassForked:
+	case errdef.ErrForked:
 		return ClassForked, true
-	case ledger.ClassClaimConflict:
+	case errdef.ErrClaimConflict:
 		return ClassClaimConflict, true
 	}
 	return "", false

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -123,9 +122,6 @@ for a hand edit).`,
 				res, err = adopt.Lint(s.ctx, data, opts)
 			} else {
 				res, err = adopt.LintFile(s.ctx, args[0], opts)
-			}
-			if errors.Is(err, adopt.ErrImageUnresolved) {
-				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
 			}
 			if err != nil {
 				return nil, err

@@ -1,0 +1,45 @@
+package errdef_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/sandbox-resume/sandbox-resume/errdef"
+)
+
+// TestNew checks that a finer sentinel keeps its text and matches its class
+// only.
+func TestNew(t *testing.T) {
+	err := errdef.New(errdef.ErrSnapshotMissing, "rootfs diff corrupt")
+	if err.Error() != "rootfs diff corrupt" {
+		t.Errorf("Error() = %q", err)
+	}
+	if !errors.Is(fmt.Errorf("x: %w", err), errdef.ErrSnapshotMissing) || errors.Is(err, errdef.ErrBadInput) {
+		t.Errorf("%v matches the wrong classes", err)
+	}
+	if got := errdef.Class(fmt.Errorf("x: %w", err)); got != errdef.ErrSnapshotMissing {
+		t.Errorf("Class = %v, want snapshot-missing", got)
+	}
+}
+
+// TestClassPrecedence pins which class wins when an error wraps several.
+func TestClassPrecedence(t *testing.T) {
+	tests := []struct {
+		err  error
+		want error
+	}{
+		{errors.New("plain"), nil},
+		{nil, nil},
+		{fmt.Errorf("%w: %w", errdef.ErrSnapshotMissing, errdef.ErrBadInput), errdef.ErrBadInput},
+		{fmt.Errorf("%w: %w", errdef.ErrBadInput, errdef.ErrUntrusted), errdef.ErrUntrusted},
+		{fmt.Errorf("%w: %w", errdef.ErrClaimConflict, errdef.ErrSuperseded), errdef.ErrSuperseded},
+		{fmt.Errorf("%w: %w", errdef.ErrUntrusted, errdef.ErrRefused), errdef.ErrRefused},
+		{fmt.Errorf("%w", errdef.ErrUsage), errdef.ErrUsage},
+	}
+	for _, tt := range tests {
+		if got := errdef.Class(tt.err); got != tt.want {
+			t.Errorf("Class(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
