@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -48,7 +51,7 @@ type storedArtifact struct {
 // (*snapshot.OpenError); ErrSnapshotMissing when a layer or the spec blob
 // is absent or has another size; snapshot.ErrImageUnresolved when the base platform
 // manifest is absent; the store's. Each names the digest.
-func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifact, error) {
+func storeArtifact(ctx context.Context, s Store, refFile []byte, statement []byte) (*storedArtifact, error) {
 	ref, err := snapshot.OpenRefUnsafe(refFile)
 	if err != nil {
 		return nil, err
@@ -71,13 +74,24 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifac
 	if err != nil {
 		return nil, err
 	}
-	body, mdesc, err := ArtifactManifest(refFile, ref, base)
+	var stDesc *ocispec.Descriptor
+	if statement != nil {
+		stDesc = &ocispec.Descriptor{MediaType: MediaTypeHandoff, Digest: digest.FromBytes(statement), Size: int64(len(statement))}
+	}
+	body, mdesc, err := artifactManifest(refFile, ref, base, stDesc)
 	if err != nil {
 		return nil, err
 	}
 	lease, err := ensureRunLease(ctx, s, ref)
 	if err != nil {
 		return nil, err
+	}
+	if stDesc != nil {
+		if _, err := s.WriteBlob(ctx, lease, lease+"/handoff-"+stDesc.Digest.Encoded(), MediaTypeHandoff, statement); err != nil {
+			return nil, err
+		}
+		digests = append(digests, stDesc.Digest)
+		payload = append(payload, *stDesc)
 	}
 	cfg, err := s.WriteBlob(ctx, lease, lease+"/ref", snapshot.MediaTypeRef, refFile)
 	if err != nil {
@@ -144,6 +158,8 @@ type ExportResult struct {
 	Base     []string           `json:"base"`     // digests of the base index/manifest included (withBase), else empty
 	Path     string             `json:"path"`     // the archive file
 	Size     int64              `json:"size"`     // bytes written
+	// Handoff is the handoff the archive carries (WithHandoff), else nil.
+	Handoff *HandoffResult `json:"handoff,omitempty"`
 }
 
 // Export writes the migration artifact of the run recorded in refFile as an
@@ -165,13 +181,18 @@ type ExportResult struct {
 // layer; write errors.
 func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase bool, opts ...Option) (*ExportResult, error) {
 	o := collectOptions(opts)
-	art, err := storeArtifact(ctx, s, refFile)
+	statement, rec, err := handOff(ctx, o.handoff, refFile)
 	if err != nil {
 		return nil, err
 	}
-	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
+	faultpoint.Reach("export-handedoff")
+	art, err := storeArtifact(ctx, s, refFile, statement)
+	if err != nil {
+		return nil, err
+	}
+	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}, Handoff: handoffResult(rec, statement, o.handoff)}
 	entries := []ArchiveEntry{{Desc: art.Manifest, Name: ArtifactImageName(art.Ref.Run)}}
-	total := art.Manifest.Size + int64(len(refFile)) + payloadSize(art.Ref)
+	total := art.Manifest.Size + int64(len(refFile)) + payloadSize(art.Ref) + int64(len(statement))
 	if withBase {
 		base, err := completeBase(ctx, s, art.Ref, art.Base)
 		if err != nil {
@@ -194,6 +215,17 @@ func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase 
 // to the file (the archive writer's are 32 KiB copies and 512-byte
 // headers).
 const exportBufferSize = 1 << 20
+
+// handoffResult describes the handoff HandedOff recorded (nil without one).
+func handoffResult(rec *ledger.Record, statement []byte, h *Handoff) *HandoffResult {
+	if rec == nil || rec.HandedOff == nil {
+		return nil
+	}
+	return &HandoffResult{
+		Statement: ocispec.Descriptor{MediaType: MediaTypeHandoff, Digest: digest.FromBytes(statement), Size: int64(len(statement))},
+		From:      h.Host, To: rec.HandedOff.To, At: rec.HandedOff.At.UTC().Format(time.RFC3339Nano), State: rec.State, Fence: rec.Fence,
+	}
+}
 
 // ExportFile is Export (with its options) into the file path, written
 // atomically (internal/atomicfile: a temporary file in the same directory,
