@@ -147,10 +147,26 @@ func WithHandoff(h *Handoff) Option {
 }
 
 // Receiver is what import and pull need to take a handed-over run
-// (WithReceiver): this host's run ledger and id.
+// (WithReceiver): this host's run ledger and id, or, when Ledger is nil,
+// Open, which returns both and is called only for an artifact that carries
+// a statement (an import without one needs neither).
 type Receiver struct {
 	Ledger ledger.Ledger
 	Host   string
+	Open   func(ctx context.Context) (ledger.Ledger, string, error)
+}
+
+// resolve fills Ledger and Host through Open when they are not set.
+func (r *Receiver) resolve(ctx context.Context) error {
+	if r.Ledger != nil || r.Open == nil {
+		return nil
+	}
+	l, host, err := r.Open(ctx)
+	if err != nil {
+		return err
+	}
+	r.Ledger, r.Host = l, host
+	return nil
 }
 
 // WithReceiver gives Import, ImportFile and Pull this host's ledger and id:
@@ -243,11 +259,17 @@ func receive(ctx context.Context, r *Receiver, art *Artifact) (*HandoffResult, e
 // checkReceiver refuses, before anything is stored, an artifact whose
 // statement names another host (superseded, reason handed-off) or that
 // carries a statement without a Receiver.
-func checkReceiver(r *Receiver, art *Artifact) error {
+func checkReceiver(ctx context.Context, r *Receiver, art *Artifact) error {
 	st := art.Statement
-	switch {
-	case st == nil:
+	if st == nil {
 		return nil
+	}
+	if r != nil {
+		if err := r.resolve(ctx); err != nil {
+			return err
+		}
+	}
+	switch {
 	case r == nil || r.Ledger == nil:
 		return fmt.Errorf("run %q: the artifact carries a handoff statement, and no run ledger was given to receive it", st.Run)
 	case st.To != r.Host:

@@ -143,7 +143,7 @@ func importStaged(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope
 		return nil, err
 	}
 	// A statement naming another host: refused before anything is stored.
-	if err := checkReceiver(o.receiver, art); err != nil {
+	if err := checkReceiver(ctx, o.receiver, art); err != nil {
 		return nil, err
 	}
 	faultpoint.Reach("import-scan")

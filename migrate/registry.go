@@ -284,7 +284,7 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	// A statement naming another host: refused before anything is stored.
-	if err := checkReceiver(o.receiver, art); err != nil {
+	if err := checkReceiver(ctx, o.receiver, art); err != nil {
 		return nil, err
 	}
 

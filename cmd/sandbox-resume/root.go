@@ -97,6 +97,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newImportCmd(a),
 		newPushCmd(a),
 		newPullCmd(a),
+		newRecallCmd(a),
 		newInspectCmd(a),
 	)
 	acceptDaemonFlags(a, root)
