@@ -75,6 +75,7 @@ func generate(props []envmanifest.PropertyInfo, reserved []envmanifest.ReservedE
 		s    map[string]any
 	}{
 		{FileDevcontainer, dev},
+		{FileHandoff, handoffSchema()},
 		{FileManifestCore, manifestCoreSchema()},
 		{FileSignedManifest, signedManifestSchema()},
 		{FileSnapshotRef, snapshotRefSchema()},

@@ -155,13 +155,14 @@ var Layout = map[string]Place{
 
 // extra lists what a package may import beyond earlier items and its own
 // family: adapters import the packages whose seams they implement, schemas
-// imports resume for the verdict's types, resume imports runspec (the spec
+// imports resume for the verdict's types and migrate for the handoff
+// statement's, resume imports runspec (the spec
 // policy check 10 runs).
 var extra = map[string][]string{
 	"runtime/containerd": {"resume", "migrate"},
 	"ledger/bolt":        {"resume", "migrate"},
 	"ledger/etcd":        {"resume", "migrate"},
-	"schemas":            {"resume"},
+	"schemas":            {"resume", "migrate"},
 	"resume":             {"runspec"},
 }
 
