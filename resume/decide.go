@@ -176,7 +176,11 @@ func (s *state) run(ctx context.Context) *Verdict {
 		}
 		v.Class = class
 		v.ExitCode = class.Code()
+		v.Reason = Reason(err)
 		v.Checks = append(v.Checks, CheckResult{Name: st.name, Result: ResultFail, Detail: failDetail(err)})
+	}
+	if failed != "" {
+		s.precedence(ctx, v, failed)
 	}
 	v.Refusals = s.refusals
 	if s.offered != nil && s.ref != nil {
