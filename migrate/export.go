@@ -60,17 +60,8 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte, statement []byt
 	digests := make([]digest.Digest, len(payload))
 	for i, d := range payload {
 		digests[i] = d.Digest
-		size, err := s.BlobSize(ctx, d.Digest)
-		switch {
-		case errdefs.IsNotFound(err):
-			return nil, fmt.Errorf("run %s: blob %s (%s) is not in the content store: %w", ref.Run, d.Digest, d.MediaType, ErrSnapshotMissing)
-		case err != nil:
-			return nil, fmt.Errorf("run %s: blob %s: %w", ref.Run, d.Digest, err)
-		case size != d.Size:
-			return nil, fmt.Errorf("run %s: blob %s (%s) is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, d.MediaType, size, d.Size, ErrSnapshotMissing)
-		}
 	}
-	base, err := baseManifest(ctx, s, ref)
+	base, err := payloadPresent(ctx, s, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +100,25 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte, statement []byt
 		return nil, err
 	}
 	return &storedArtifact{Ref: ref, Manifest: mdesc, Config: cfg, Base: base, Lease: lease, Layers: payload}, nil
+}
+
+// payloadPresent checks that every blob of Payload(ref) is in the store
+// with its recorded size (else ErrSnapshotMissing) and returns the base
+// manifest's descriptor (baseManifest). Export and Push run it before a
+// handoff too, so a run whose content is not here is not handed off.
+func payloadPresent(ctx context.Context, s BlobReader, ref *snapshot.Ref) (ocispec.Descriptor, error) {
+	for _, d := range Payload(ref) {
+		size, err := s.BlobSize(ctx, d.Digest)
+		switch {
+		case errdefs.IsNotFound(err):
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is not in the content store: %w", ref.Run, d.Digest, d.MediaType, ErrSnapshotMissing)
+		case err != nil:
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s: %w", ref.Run, d.Digest, err)
+		case size != d.Size:
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, d.MediaType, size, d.Size, ErrSnapshotMissing)
+		}
+	}
+	return baseManifest(ctx, s, ref)
 }
 
 // baseManifest returns the descriptor of the ref's base platform manifest
@@ -181,7 +191,7 @@ type ExportResult struct {
 // layer; write errors.
 func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase bool, opts ...Option) (*ExportResult, error) {
 	o := collectOptions(opts)
-	statement, rec, err := handOff(ctx, o.handoff, refFile)
+	statement, rec, err := handOff(ctx, s, o.handoff, refFile)
 	if err != nil {
 		return nil, err
 	}

@@ -179,12 +179,16 @@ func WithReceiver(r *Receiver) Option {
 
 // handOff runs HandedOff for the ref in refFile and returns the signed
 // statement's bytes (nil without a handoff).
-func handOff(ctx context.Context, h *Handoff, refFile []byte) ([]byte, *ledger.Record, error) {
+func handOff(ctx context.Context, s BlobReader, h *Handoff, refFile []byte) ([]byte, *ledger.Record, error) {
 	if h == nil {
 		return nil, nil, nil
 	}
 	ref, err := snapshot.OpenRefUnsafe(refFile)
 	if err != nil {
+		return nil, nil, err
+	}
+	// Nothing is handed off that this host cannot send.
+	if _, err := payloadPresent(ctx, s, ref); err != nil {
 		return nil, nil, err
 	}
 	if h.Key == nil || h.Ledger == nil {

@@ -209,3 +209,16 @@ func (m *mapSource) Size(d digest.Digest) (int64, bool) {
 	}
 	return 0, false
 }
+
+// TestHandoffNeedsTheContent: a run whose diff is not in the store is not
+// handed off (7, the record stays suspended).
+func TestHandoffNeedsTheContent(t *testing.T) {
+	h := newHandoffRun(t)
+	h.store.Delete(h.ref.Layers[0].Digest)
+	if _, err := h.export(t, "host-b"); !errors.Is(err, migrate.ErrSnapshotMissing) {
+		t.Fatalf("export --handoff without the diff: %v", err)
+	}
+	if rec, _ := h.la.Get(context.Background(), h.ref.Run); rec.State != ledger.StateSuspended {
+		t.Errorf("record after a refused handoff: %s", rec)
+	}
+}

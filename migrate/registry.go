@@ -117,7 +117,7 @@ func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *Re
 	if _, digested := target.Named.(reference.Digested); digested {
 		return nil, fmt.Errorf("push to %s: a digest reference cannot be pushed to (REG/REPO[:TAG]): %w", target.Named, errdefs.ErrInvalidArgument)
 	}
-	statement, rec, err := handOff(ctx, o.handoff, refFile)
+	statement, rec, err := handOff(ctx, s, o.handoff, refFile)
 	if err != nil {
 		return nil, err
 	}
