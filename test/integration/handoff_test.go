@@ -449,3 +449,34 @@ func TestForeignContainerUnderGoneHolder(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffByRegistry: push --handoff to B through a registry; a pull on
+// a third host is 9 and writes no --out; B's pull runs Received and B
+// resumes without --copy; A refuses the generation.
+func TestHandoffByRegistry(t *testing.T) {
+	h := newHandoffHosts(t, "hra", "hrb", "hrc")
+	reg := harness.StartRegistry(t)
+	const run = "handoff-reg-1"
+	g1, _ := h.suspendOnA(t, run)
+	target := reg.Host + "/runs/handoff:g1"
+	mustCLI(t, h.a.d, "", nil, "push", "--plain-http", "--ref", g1, "--handoff", h.hostB, "--key", h.a.env.key, target)
+	if code, v := checkVerdict(t, h.a, g1); code != 9 || v.Reason != ledger.ReasonHandedOff {
+		t.Errorf("resume --check on A after push --handoff: exit %d reason %q", code, v.Reason)
+	}
+	refC := filepath.Join(h.dir, "c.json")
+	code, stdout, _ := srcli(t, h.c.d, "", "pull", "--plain-http", "--trust", h.a.env.pub, target, "--out", refC)
+	if class, reason, _ := cliJSONError(t, stdout); code != 9 || class != "superseded" || reason != ledger.ReasonHandedOff {
+		t.Errorf("pull on a third host: exit %d %s %s", code, class, reason)
+	}
+	if _, err := os.Stat(refC); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pull on a third host wrote --out (%v)", err)
+	}
+	refB := filepath.Join(h.dir, "b.json")
+	mustCLI(t, h.b.d, "", nil, "pull", "--plain-http", "--trust", h.a.env.pub, target, "--out", refB)
+	if rec := recordOf(t, h.b.d, run); rec == nil || rec.State != ledger.StateSuspended || rec.Received == nil || rec.Received.From != h.hostA {
+		t.Fatalf("B's record after the pull: %v", rec)
+	}
+	if code, v := checkVerdict(t, h.b, refB); code != 0 || v.Copy {
+		t.Errorf("resume --check on B: exit %d copy %t %s", code, v.Copy, failDetail(v))
+	}
+}
