@@ -286,10 +286,13 @@ func checkReceiver(ctx context.Context, r *Receiver, art *Artifact) error {
 // Recall undoes a handoff the named host never took up (docs/design.md
 // "Exactly once across hosts": `recall`): the run's handed-off record goes
 // back to suspended, fence + 1. It returns the record before and after.
-// A run that is not handed off is the ledger's refusal (ErrClaimConflict);
-// a run without a record matches ledger.ErrNotFound.
+// A run that is not handed off, or has no record, is a refusal matching
+// ledger.ErrClaimConflict.
 func Recall(ctx context.Context, l ledger.Ledger, run string) (before, after ledger.Record, err error) {
 	before, err = l.Get(ctx, run)
+	if errors.Is(err, ledger.ErrNotFound) {
+		err = &ledger.Error{Class: ledger.ClassClaimConflict, Op: "recalled", Run: run, Reason: "the run has no record here: only a handed-off generation is recalled"}
+	}
 	if err != nil {
 		return before, after, fmt.Errorf("recall run %q: %w", run, err)
 	}

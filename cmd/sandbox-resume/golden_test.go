@@ -448,3 +448,29 @@ func TestPushPullGolden(t *testing.T) {
 		goldenCase{args: []string{"pull", "--trust", testPubFile, "--out", "pulled.ref.json", "127.0.0.1:5000/runs:absent"}, setup: pushed},
 	)
 }
+
+// TestRecallGolden: recall --force of a handed-off run, without --force
+// (64), of a suspended run (8), of an unknown run (1: no record), a bad
+// run id (64).
+func TestRecallGolden(t *testing.T) {
+	r := newSuspendedRun(t)
+	handedOff := func(w *world) {
+		w.withFacts(r)
+		w.suspended(r)
+		if _, err := w.l.HandedOff(context.Background(), ledger.HandOffRequest{Run: testRunID, Generation: 1, Ref: digest.FromBytes(r.refFile),
+			RunUID: "ruid:0123456789abcdef0123456789abcdef", To: "host-b", Host: testHostID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden(t, "recall",
+		goldenCase{args: []string{"recall", "--run", testRunID, "--force"}, setup: handedOff, check: func(t *testing.T, w *world, _ int) {
+			if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateSuspended {
+				t.Errorf("record after recall: %s", rec)
+			}
+		}},
+		goldenCase{args: []string{"recall", "--run", testRunID}, setup: handedOff},
+		goldenCase{args: []string{"recall", "--run", testRunID, "--force"}, setup: func(w *world) { w.withFacts(r); w.suspended(r) }},
+		goldenCase{args: []string{"recall", "--run", "unknown", "--force"}},
+		goldenCase{args: []string{"recall", "--run", "Bad_Run", "--force"}},
+	)
+}
