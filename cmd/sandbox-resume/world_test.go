@@ -92,8 +92,11 @@ type fakeRuntime struct {
 var _ Runtime = (*fakeRuntime)(nil)
 
 func (f *fakeRuntime) Host(ctx context.Context) (snapshot.Host, error) {
-	if f.Capturer != nil {
+	switch {
+	case f.Capturer != nil:
 		return f.Capturer.Host(ctx)
+	case f.Facts == nil: // a move command's world (a store alone)
+		return testHost(), nil
 	}
 	return f.Facts.Host(ctx)
 }
