@@ -181,6 +181,14 @@ type ExportResult struct {
 // are complete in the store, else its platform manifest; both are listed
 // unnamed in index.json.
 //
+// With WithHandoff the run is handed over first (docs/design.md "Exactly
+// once across hosts"): the payload is checked, HandedOff runs on the
+// Handoff's ledger (a retried handoff to the same host is no change; its
+// refusals are the ledger's), and the signed statement is the artifact's
+// last layer, its bytes fixed by the record (a retried export writes the
+// same archive). Fault point export-handedoff: HandedOff ran, nothing
+// else is stored.
+//
 // With WithProgress the archive bytes written are reported in one phase,
 // "export", whose total is the sum of the blob sizes (the tar headers come
 // on top).

@@ -62,7 +62,12 @@ type ImportResult struct {
 //     that name exists and the base is complete here (an archive made with
 //     --with-base, or a base already present); an existing name is never
 //     re-pointed (ImportResult.BaseName says which);
-//  6. the artifact, the layers, the spec and the base blobs that came with
+//  6. with a handoff statement (the artifact's last layer, verified in
+//     step 2 against trust and against the ref; one naming another host
+//     than WithReceiver's is refused before step 3, superseded with reason
+//     handed-off), the Received transition on this host's ledger
+//     (docs/design.md "Exactly once across hosts");
+//  7. the artifact, the layers, the spec and the base blobs that came with
 //     it added to the run lease snapshot.RunLease(run); the temporary
 //     lease deleted. Nothing fallible of Import comes after this step, so
 //     a failed Import adds nothing to the run lease.
@@ -81,7 +86,8 @@ type ImportResult struct {
 //	import-scan       steps 1-2 done, nothing written to the store
 //	import-templease  the temporary lease exists, nothing imported
 //	import-ingest     step 3 done: the blobs are under the temporary lease
-//	import-hold       step 6's run lease holds them, the temporary lease
+//	import-received   step 6 done (an artifact with a statement)
+//	import-hold       step 7's run lease holds them, the temporary lease
 //	                  is not deleted yet
 //	import-release    (ImportFile) the temporary lease is deleted, out
 //	                  not written

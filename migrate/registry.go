@@ -109,6 +109,9 @@ type PushResult struct {
 // snapshot.ErrImageUnresolved when the base manifest, its config or a
 // layer is absent; the registry's, naming the reference.
 //
+// With WithHandoff the run is handed over first, as Export does (fault
+// point push-handedoff).
+//
 // With WithProgress the blob bytes read for sending are reported in the
 // phases "push base" (total: the base blobs' sizes) and "push" (the
 // artifact's); blobs the registry already has are not read.
@@ -223,6 +226,11 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 // is then held by the run lease, and the ref's base.name is created
 // pointing at the recorded index (or manifest) digest when no image of
 // that name exists (never re-pointed; PullResult.BaseName says which).
+//
+// An artifact with a handoff statement is taken as Import takes it
+// (WithReceiver): verified with the ref, refused before anything is stored
+// when it names another host, then, through PullFile, out written,
+// Received, and the run lease (fault points pull-out, pull-received).
 //
 // Errors: refusals wrap ErrArtifactRefused; the ref's own are
 // *snapshot.OpenError; a bare source without WithRun wraps
