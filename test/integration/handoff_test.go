@@ -451,8 +451,9 @@ func TestForeignContainerUnderGoneHolder(t *testing.T) {
 }
 
 // TestHandoffByRegistry: push --handoff to B through a registry; a pull on
-// a third host is 9 and writes no --out; B's pull runs Received and B
-// resumes without --copy; A refuses the generation.
+// a third host is 9 and writes no --out; B's pull, SIGKILLed after
+// Received and rerun, runs Received and B resumes without --copy; A
+// refuses the generation.
 func TestHandoffByRegistry(t *testing.T) {
 	h := newHandoffHosts(t, "hra", "hrb", "hrc")
 	reg := harness.StartRegistry(t)
@@ -472,6 +473,15 @@ func TestHandoffByRegistry(t *testing.T) {
 		t.Errorf("pull on a third host wrote --out (%v)", err)
 	}
 	refB := filepath.Join(h.dir, "b.json")
+	// Killed after Received, before the run lease: a rerun finishes it.
+	p := startProc(t, pauseEnv("pull-received"), "--address", h.b.d.Address, "--namespace", h.b.d.Namespace, "--output", "json",
+		"pull", "--plain-http", "--trust", h.a.env.pub, target, "--out", refB)
+	p.waitPause(t, "pull-received")
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t)
+	if _, err := os.Stat(refB); err != nil {
+		t.Errorf("killed after Received: --out is not written (%v)", err)
+	}
 	mustCLI(t, h.b.d, "", nil, "pull", "--plain-http", "--trust", h.a.env.pub, target, "--out", refB)
 	if rec := recordOf(t, h.b.d, run); rec == nil || rec.State != ledger.StateSuspended || rec.Received == nil || rec.Received.From != h.hostA {
 		t.Fatalf("B's record after the pull: %v", rec)
