@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -179,7 +180,7 @@ func WithReceiver(r *Receiver) Option {
 
 // handOff runs HandedOff for the ref in refFile and returns the signed
 // statement's bytes (nil without a handoff).
-func handOff(ctx context.Context, s BlobReader, h *Handoff, refFile []byte) ([]byte, *ledger.Record, error) {
+func handOff(ctx context.Context, s host.Content, h *Handoff, refFile []byte) ([]byte, *ledger.Record, error) {
 	if h == nil {
 		return nil, nil, nil
 	}

@@ -14,10 +14,10 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
-	"github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -116,7 +116,7 @@ func TestHandoffExportImport(t *testing.T) {
 	}
 
 	// A third host: 9, nothing stored.
-	sc, lc := fake.New(), lfake.New()
+	sc, lc := memhost.New(snapshot.Host{}), lfake.New()
 	_, err = migrate.Import(ctx, sc, bytes.NewReader(a1), h.both, migrate.WithReceiver(&migrate.Receiver{Ledger: lc, Host: "host-c"}))
 	if ledger.ClassOf(err) != ledger.ClassSuperseded || ledger.CodeOf(err) != ledger.ReasonHandedOff {
 		t.Errorf("import on a third host: %v, want superseded (handed-off)", err)
@@ -133,7 +133,7 @@ func TestHandoffExportImport(t *testing.T) {
 	}
 
 	// The named host: Received, then the run lease.
-	sb, lb := fake.New(), lfake.New()
+	sb, lb := memhost.New(snapshot.Host{}), lfake.New()
 	recv := migrate.WithReceiver(&migrate.Receiver{Ledger: lb, Host: "host-b"})
 	res, err := migrate.Import(ctx, sb, bytes.NewReader(a1), h.both, recv)
 	if err != nil {
@@ -214,7 +214,7 @@ func (m *mapSource) Size(d digest.Digest) (int64, bool) {
 // handed off (7, the record stays suspended).
 func TestHandoffNeedsTheContent(t *testing.T) {
 	h := newHandoffRun(t)
-	h.store.Delete(h.ref.Layers[0].Digest)
+	h.store.DeleteBlob(h.ref.Layers[0].Digest)
 	if _, err := h.export(t, "host-b"); !errors.Is(err, migrate.ErrSnapshotMissing) {
 		t.Fatalf("export --handoff without the diff: %v", err)
 	}
