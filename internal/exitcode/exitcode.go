@@ -167,4 +167,10 @@ var HardeningRefusals = []Hardening{
 		"a path such as /dev/zero was read to exhaustion"},
 	{Refused, "a private key file group or other may read or write (--key); chmod 600 it, as ssh requires",
 		"the signing key is the run's identity"},
+	{Refused, "a handoff statement (an artifact's last layer) that names another run, run UID, generation or ref than the artifact's ref, or does not decode; --handoff naming this host",
+		"a statement signed for one generation must not hand over another"},
+	{Untrusted, "a handoff statement whose signature does not verify against --trust",
+		"anyone who can write an archive could otherwise hand a run to any host"},
+	{Superseded, "import or pull of an artifact whose handoff statement names another host (reason handed-off); nothing is stored",
+		"the run was handed to that host only: taking it here too would resume it twice"},
 }
