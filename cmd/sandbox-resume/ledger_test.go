@@ -5,9 +5,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/spf13/cobra"
 
@@ -30,10 +31,14 @@ func TestGlobalFlagsShownWhereUsed(t *testing.T) {
 	uses := map[string]map[string]bool{
 		"address":   daemon,
 		"namespace": daemon,
-		"host-id":   {"suspend": true, "resume": true},
+		// Turn 3 (docs/design.md "CLI contract"): export, import, push and
+		// pull take --host-id and the ledger flags (a handoff), and recall
+		// the ledger flags.
+		"host-id": {"suspend": true, "resume": true, "export": true, "import": true, "push": true, "pull": true},
 	}
 	for _, flag := range []string{"ledger", "ledger-timeout", "ledger-cacert", "ledger-cert", "ledger-key", "ledger-claim-ttl"} {
-		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true}
+		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true,
+			"export": true, "import": true, "push": true, "pull": true, "recall": true}
 	}
 	seen := map[string]bool{}
 	for _, c := range root.Commands() {
