@@ -193,6 +193,17 @@ type Base struct {
 	DiffIDs        []digest.Digest `json:"diffIDs"`
 }
 
+// Target is the digest the base's reference resolves to: the image index
+// digest when the reference named an index, else the platform manifest
+// digest. An image record created for the base points at it, and a
+// pinned reference carries it.
+func (b Base) Target() digest.Digest {
+	if b.IndexDigest != "" {
+		return b.IndexDigest
+	}
+	return b.ManifestDigest
+}
+
 // Layer describes one rootfs diff layer: the compressed blob (Digest, Size
 // in bytes, MediaType: an OCI layer media type, tar, tar+gzip or
 // tar+zstd) and the uncompressed tar (DiffID, UncompressedSize in bytes).

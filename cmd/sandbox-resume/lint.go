@@ -153,10 +153,7 @@ func inspectImage(rt Runtime) adopt.ImageInspector {
 		if err != nil {
 			return nil, err
 		}
-		rep := &adopt.ImageReport{Reference: base.Name, Digest: base.ManifestDigest}
-		if base.IndexDigest != "" {
-			rep.Digest = base.IndexDigest
-		}
+		rep := &adopt.ImageReport{Reference: base.Name, Digest: base.Target()}
 		if checkImageMetadata != nil {
 			rep.Metadata, err = checkImageMetadata(ctx, rt, base)
 			if err != nil {

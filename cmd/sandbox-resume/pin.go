@@ -68,10 +68,7 @@ digest yet.`,
 				if err != nil {
 					return "", err
 				}
-				if base.IndexDigest != "" {
-					return base.IndexDigest, nil
-				}
-				return base.ManifestDigest, nil
+				return base.Target(), nil
 			}
 			res, err := adopt.PinFile(s.ctx, args[0], adopt.PinOptions{
 				Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Write: write, Resolve: resolve,
