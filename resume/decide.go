@@ -193,7 +193,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 		v.Drift = []DriftEntry{}
 	}
 	if s.ref != nil {
-		v.Run, v.Generation = s.ref.Run, RefGeneration(s.ref)
+		v.Run, v.Generation = s.ref.Run, s.ref.Gen()
 	}
 	v.SpecDrift = s.specDrift
 	if s.cc != nil {

@@ -34,7 +34,7 @@ func (s *state) precedence(ctx context.Context, v *Verdict, failed string) {
 	if host == "" {
 		host = s.ref.Host.ID
 	}
-	req := ledger.ClaimRequest{Run: s.ref.Run, Generation: RefGeneration(s.ref), Ref: RefDigest(s.req.RefFile),
+	req := ledger.ClaimRequest{Run: s.ref.Run, Generation: s.ref.Gen(), Ref: RefDigest(s.req.RefFile),
 		Holder:   ledger.Holder{Container: ledger.Container{Host: host, Namespace: s.facts.Namespace(), ID: s.targetID()}},
 		TakeOver: s.req.TakeOver, RunUID: s.ref.RunUID, Parent: s.ref.Parent, Ancestors: s.ref.Ancestors, Copy: s.req.Copy}
 	_, _, perr := ledger.Apply(&rec, ledger.ClaimOp{ClaimRequest: req}, time.Now())
