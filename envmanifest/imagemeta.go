@@ -91,6 +91,29 @@ func CheckImageMetadata(label string) []Refusal {
 	return CheckImageMetadataPolicy(label, normalizePolicy(nil))
 }
 
+// CheckImageLabels is the image-metadata check of an image config's
+// labels (image-spec config.md: config.Labels): found reports whether
+// they carry ImageMetadataLabel; no label passes (no refusals), else the
+// label is checked with CheckImageMetadata. Suspend, resume (with
+// CheckImageLabelsPolicy) and lint all check an image this way.
+func CheckImageLabels(labels map[string]string) (refusals []Refusal, found bool) {
+	label, ok := labels[ImageMetadataLabel]
+	if !ok {
+		return nil, false
+	}
+	return CheckImageMetadata(label), true
+}
+
+// CheckImageLabelsPolicy is CheckImageLabels with CheckImageMetadataPolicy
+// and reserved as the reserved-environment policy.
+func CheckImageLabelsPolicy(labels map[string]string, reserved []string) (refusals []Refusal, found bool) {
+	label, ok := labels[ImageMetadataLabel]
+	if !ok {
+		return nil, false
+	}
+	return CheckImageMetadataPolicy(label, reserved), true
+}
+
 // CheckImageMetadataPolicy is CheckImageMetadata with reserved as the
 // reserved-environment policy for the fragments' containerEnv (the
 // recorded policy at resume, the effective one at suspend and lint; names

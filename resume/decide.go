@@ -551,11 +551,10 @@ func (s *state) imageMetadata() (string, error) {
 	case err != nil:
 		return "", internal(CheckImage, fmt.Errorf("labels of config %s: %w", cfg, err))
 	}
-	label, ok := labels[envmanifest.ImageMetadataLabel]
-	if !ok {
+	rs, found := envmanifest.CheckImageLabelsPolicy(labels, s.ref.Policy)
+	if !found {
 		return "no " + envmanifest.ImageMetadataLabel + " label", nil
 	}
-	rs := envmanifest.CheckImageMetadataPolicy(label, s.ref.Policy)
 	if len(rs) == 0 {
 		return "its " + envmanifest.ImageMetadataLabel + " label passes", nil
 	}

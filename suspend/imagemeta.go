@@ -26,11 +26,7 @@ func checkImageMetadata(ctx context.Context, c host.Images, image string, base s
 		}
 		return fmt.Errorf("suspend: image %s: read config %s: %w", image, base.ConfigDigest, err)
 	}
-	label, ok := labels[envmanifest.ImageMetadataLabel]
-	if !ok {
-		return nil
-	}
-	if rs := envmanifest.CheckImageMetadata(label); len(rs) > 0 {
+	if rs, _ := envmanifest.CheckImageLabels(labels); len(rs) > 0 {
 		return fmt.Errorf("suspend: %w", &envmanifest.ImageMetadataError{Image: image, Config: base.ConfigDigest, Refusals: rs})
 	}
 	return nil

@@ -27,11 +27,8 @@ var checkImageMetadata = func(ctx context.Context, rt Runtime, base snapshot.Bas
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", base.Name, err)
 	}
-	label, ok := labels[envmanifest.ImageMetadataLabel]
-	if !ok {
-		return nil, nil
-	}
-	return envmanifest.CheckImageMetadata(label), nil
+	rs, _ := envmanifest.CheckImageLabels(labels)
+	return rs, nil
 }
 
 // lintOutput is the `lint --output json` object: the report, and "error"
