@@ -98,6 +98,8 @@ func newRootCmd(a *app) *cobra.Command {
 		newPushCmd(a),
 		newPullCmd(a),
 		newInspectCmd(a),
+		newRepinCmd(a),
+		newForkCmd(a),
 	)
 	acceptDaemonFlags(a, root)
 	for _, c := range root.Commands() {
