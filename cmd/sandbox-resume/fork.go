@@ -128,7 +128,6 @@ processes hold (tokens, sessions, random state), and says so on stderr.`,
 		_ = cmd.MarkFlagRequired(name)
 	}
 	addDaemonFlags(cmd, a)
-	addHostIDFlag(cmd, a)
 	addLedgerFlags(cmd, a)
 	return cmd
 }

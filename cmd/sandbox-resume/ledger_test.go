@@ -26,14 +26,14 @@ import (
 func TestGlobalFlagsShownWhereUsed(t *testing.T) {
 	root := newRootCmd(newApp(nil, io.Discard, io.Discard))
 	daemon := map[string]bool{"suspend": true, "resume": true, "discard": true, "export": true, "import": true,
-		"push": true, "pull": true, "pin": true, "lint": true}
+		"push": true, "pull": true, "pin": true, "lint": true, "repin": true, "fork": true, "inspect": true}
 	uses := map[string]map[string]bool{
 		"address":   daemon,
 		"namespace": daemon,
-		"host-id":   {"suspend": true, "resume": true},
+		"host-id":   {"suspend": true, "resume": true, "repin": true},
 	}
 	for _, flag := range []string{"ledger", "ledger-timeout", "ledger-cacert", "ledger-cert", "ledger-key", "ledger-claim-ttl"} {
-		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true}
+		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true, "repin": true, "fork": true}
 	}
 	seen := map[string]bool{}
 	for _, c := range root.Commands() {
