@@ -141,8 +141,9 @@ func TestRepinAcrossHosts(t *testing.T) {
 // TestForkBesideParent: generation 1 of a run is forked on the same host;
 // the fork (a new run UID, forkedFrom, its own lease) and its source both
 // resume, each into its own incarnation, and both are suspended again as
-// their generation 2; runs shows the lineage both ways and inspect names
-// the source.
+// their generation 2; the fork's generation 2 still resumes once the source
+// is discarded with its lease; runs shows the lineage both ways and inspect
+// names the source.
 func TestForkBesideParent(t *testing.T) {
 	a := harness.Start(t, "fka")
 	bb := harness.ImportBusybox(t, a, "busybox:1")
@@ -195,6 +196,13 @@ func TestForkBesideParent(t *testing.T) {
 		if rec := ledgerRecord(t, a, "", run); rec.Generation != 2 || rec.State != ledger.StateSuspended || (run == fork) != (rec.ForkedFrom != nil) {
 			t.Errorf("%s's record after the second suspend: %+v", run, rec)
 		}
+	}
+
+	// The fork's content is its own lease's: with the source discarded and
+	// its lease deleted, the fork's generation 2 still finds every blob.
+	mustCLI(t, a, "", nil, "discard", "--run", src, "--purge")
+	if code, v := checkRef(t, a, "", filepath.Join(o.dir, fork+".g2.json"), o.cfg, o.pub); code != 0 {
+		t.Errorf("the fork's generation 2 after the source's discard: exit %d %+v", code, v.Checks)
 	}
 
 	// Lineage both ways.
