@@ -34,6 +34,9 @@ type RepinHost interface {
 	// StoreRef stores a ref file's bytes as a blob under run's run lease
 	// (created when missing). Storing bytes already stored is no error.
 	StoreRef(ctx context.Context, run string, ref []byte) error
+	// ReadBlob returns the bytes of the small blob d, checked against d;
+	// errdefs.ErrNotFound when it is absent.
+	ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error)
 }
 
 // RepinRequest is the input of Repin (docs/design.md "Repin and fork").
@@ -59,13 +62,16 @@ type RepinRequest struct {
 // RepinResult is what Repin wrote: generation N+1 (Ref) and its file
 // bytes (File, digest Digest: the ledger's ref, stored under the run
 // lease), the ledger's record after Repinned, and the manifest address it
-// replaced (From).
+// replaced (From). Finished is true when an earlier repin of the same
+// generation with the same declaration had been recorded already: File is
+// then that repin's ref, read back from the content store.
 type RepinResult struct {
-	Ref    *snapshot.Ref
-	File   []byte
-	Digest digest.Digest
-	Record ledger.Record
-	From   string
+	Ref      *snapshot.Ref
+	File     []byte
+	Digest   digest.Digest
+	Record   ledger.Record
+	From     string
+	Finished bool
 }
 
 // Repin writes the pinned generation N+1 of a run suspended at generation
@@ -88,7 +94,12 @@ type RepinResult struct {
 //     differs (RepinMismatch, DiffCores' pointers);
 //  3. the ledger's record must be suspended at generation N with this ref
 //     and run UID (predicted with ledger.Apply before anything is stored;
-//     claim-conflict, the ledger's *ledger.Error inside).
+//     claim-conflict, the ledger's *ledger.Error inside) — unless it is
+//     suspended at N+1 with a ref whose blob (RepinHost.ReadBlob) verifies
+//     against Trust, has this parent and run UID, repinnedFrom this ref's
+//     address and the offered manifest: a rerun of a repin whose ref file
+//     was not written, which returns that ref (Finished) and changes
+//     nothing.
 //
 // Then it signs generation N+1 — the offered core, manifest and pinned;
 // the ref's base, layers, spec, runtime, memory, policy and run UID;
@@ -154,6 +165,9 @@ func Repin(ctx context.Context, h RepinHost, l ledger.Ledger, req RepinRequest) 
 		return nil, fmt.Errorf("%s: read the ledger's record of run %q: %w", CheckRepin, ref.Run, err)
 	}
 	if _, _, err := ledger.Apply(&rec, withRef(op), t); err != nil {
+		if done := recordedRepin(ctx, h, req.Trust, rec, op, ref.Manifest, m.Address); done != nil {
+			return done, nil
+		}
 		return nil, refuse(CheckRepin, ClassClaimConflict, err)
 	}
 	host, err := h.Host(ctx)
@@ -278,4 +292,24 @@ func sourceName(source string) string {
 		return "ref file"
 	}
 	return source
+}
+
+// recordedRepin returns the repin rec records when it is the one this
+// request would write — suspended at op.Generation, its ref blob readable
+// here and verified against trust, with op's parent and run UID,
+// repinnedFrom from and manifest address — else nil.
+func recordedRepin(ctx context.Context, h RepinHost, trust *envelope.KeyRing, rec ledger.Record, op ledger.RepinRequest, from, address string) *RepinResult {
+	if rec.State != ledger.StateSuspended || rec.Generation != op.Generation || rec.RunUID != op.RunUID {
+		return nil
+	}
+	file, err := h.ReadBlob(ctx, rec.Ref)
+	if err != nil {
+		return nil
+	}
+	r, err := snapshot.OpenRef(file, trust)
+	if err != nil || r.Run != op.Run || r.Generation != op.Generation || r.Parent != op.Parent || r.RunUID != op.RunUID ||
+		r.RepinnedFrom != from || r.Manifest != address {
+		return nil
+	}
+	return &RepinResult{Ref: r, File: file, Digest: rec.Ref, Record: rec, From: from, Finished: true}
 }

@@ -1,17 +1,20 @@
 package resume_test
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
@@ -35,6 +38,7 @@ type opHost struct {
 	mu    sync.Mutex
 	held  map[string][]digest.Digest // lease → blobs AddToLease made it hold
 	bases map[string]snapshot.Base   // lease → base HoldBase made it hold
+	refs  map[digest.Digest][]byte   // the ref blobs StoreRef stored
 }
 
 var (
@@ -44,7 +48,7 @@ var (
 
 func newOpHost(f *fake.Facts) *opHost {
 	f.SetNamespace("sandbox-resume")
-	return &opHost{Facts: f, Materializer: fake.NewMaterializer(f), held: map[string][]digest.Digest{}, bases: map[string]snapshot.Base{}}
+	return &opHost{Facts: f, Materializer: fake.NewMaterializer(f), held: map[string][]digest.Digest{}, bases: map[string]snapshot.Base{}, refs: map[digest.Digest][]byte{}}
 }
 
 func (h *opHost) AddToLease(_ context.Context, lease string, blobs ...digest.Digest) error {
@@ -63,6 +67,22 @@ func (h *opHost) HoldBase(_ context.Context, lease string, base snapshot.Base) e
 	defer h.mu.Unlock()
 	h.bases[lease] = base
 	return nil
+}
+
+func (h *opHost) StoreRef(ctx context.Context, run string, ref []byte) error {
+	h.mu.Lock()
+	h.refs[digest.FromBytes(ref)] = slices.Clone(ref)
+	h.mu.Unlock()
+	return h.Materializer.StoreRef(ctx, run, ref)
+}
+
+func (h *opHost) ReadBlob(_ context.Context, d digest.Digest) ([]byte, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b, ok := h.refs[d]; ok {
+		return slices.Clone(b), nil
+	}
+	return nil, fmt.Errorf("blob %s: %w", d, errdefs.ErrNotFound)
 }
 
 func (h *opHost) DeleteContainer(ctx context.Context, id string) error {
@@ -152,7 +172,16 @@ func TestRepin(t *testing.T) {
 	unp.Config = []byte(unpinnedConfig)
 	wantVerdict(t, resume.Decide(context.Background(), fx.facts, fx.ledger, unp), 4, resume.ClassUnpinnedCrossHost, resume.CheckHost)
 
-	// A second repin of generation 1 is refused: the record moved on.
+	// A rerun (its ref file lost) returns the recorded repin, changing
+	// nothing; one with another declaration is refused: the record moved on.
+	again, err := resume.Repin(context.Background(), h, fx.ledger, repinRequest(fx, g1, pinnedConfig(pinned)))
+	if err != nil || !again.Finished || !bytes.Equal(again.File, res.File) || again.Digest != res.Digest {
+		t.Fatalf("a rerun of the repin: %+v, %v", again, err)
+	}
+	if rec2, _ := fx.ledger.Get(context.Background(), testRun); rec2.Updated != rec.Updated || rec2.Generation != 2 {
+		t.Errorf("the rerun changed the record: %v", rec2)
+	}
+	h.refs = map[digest.Digest][]byte{} // the blob is gone: nothing to finish from
 	_, err = resume.Repin(context.Background(), h, fx.ledger, repinRequest(fx, g1, pinnedConfig(pinned)))
 	wantCheckError(t, err, resume.ClassClaimConflict, "generation 2 is recorded")
 }

@@ -48,7 +48,8 @@ runtime, memory and run UID; parent N; repinnedFrom the old manifest address;
 this host), stores it under the run lease, records Repinned in the ledger (the
 old generation is superseded: resuming it is 9) and writes the ref file
 atomically (default <run>.g<N+1>.ref.json). Nothing else changes in
-containerd.`,
+containerd. Rerun after a repin whose ref file was not written, it writes the
+recorded ref again from the run lease.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("repin: unexpected argument %q", args[0])
@@ -91,6 +92,9 @@ containerd.`,
 			return &result{JSON: o, Text: func(w, _ io.Writer) error {
 				_, err := fmt.Fprintf(w, "run          %s generation %d (repinned from generation %d)\nref file     %s (%s)\nmanifest     %s (pinned)\nrepinned     from %s\nimage        %s\nledger       %s, fence %d\n",
 					o.Run, o.Generation, o.Generation-1, o.Out, o.Ref, o.Manifest, o.RepinnedFrom, res.Ref.Core.Image, o.State, res.Record.Fence)
+				if err == nil && res.Finished {
+					_, err = fmt.Fprintln(w, "finished     an earlier repin the ledger had recorded: its ref, read back from the run lease")
+				}
 				return err
 			}}, nil
 		}),
