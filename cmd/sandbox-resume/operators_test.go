@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/opencontainers/go-digest"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -135,6 +137,21 @@ func TestForkGolden(t *testing.T) {
 				w.t.Fatal(err)
 			}
 		}},
+		goldenCase{args: []string{"fork", "--ref", "memory.ref.json", "--trust", testPubFile, "--as", "demo-2", "--key", testKeyFile, "--with-memory"}, setup: func(w *world) {
+			forkSetup(r, "demo-2")(w)
+			w.write("memory.ref.json", string(memoryRef(t, r)))
+			w.rt.Facts.PutBlob(memoryImage)
+			w.rt.Store.Put(memoryImage)
+		}, check: func(t *testing.T, w *world, code int) {
+			ref, err := snapshot.OpenRefUnsafe(w.read("demo-2.g1.ref.json"))
+			if code != 0 || err != nil || ref.Memory == nil {
+				t.Errorf("fork --with-memory: exit %d, ref %+v (%v)", code, ref, err)
+			}
+		}},
+		goldenCase{args: []string{"fork", "--ref", "memory.ref.json", "--trust", testPubFile, "--as", "demo-2", "--key", testKeyFile}, setup: func(w *world) {
+			forkSetup(r, "demo-2")(w)
+			w.write("memory.ref.json", string(memoryRef(t, r)))
+		}},
 		goldenCase{args: []string{"fork", "--ref", testRefFile, "--trust", testPubFile, "--as", "Demo 2", "--key", testKeyFile}, setup: forkSetup(r, "demo-2")},
 		goldenCase{args: []string{"fork", "--ref", testRefFile, "--trust", testPubFile, "--as", testRunID, "--key", testKeyFile}, setup: forkSetup(r, testRunID)},
 		// Lineage both ways: the source lists its forks, the fork names its
@@ -201,5 +218,34 @@ func TestInspectSpecGolden(t *testing.T) {
 			w.withFacts(r)
 			w.rt.Facts.DeleteBlob(r.ref.Spec.Digest)
 		}},
+		// The memory summary and decoded runtime options need no daemon.
+		goldenCase{args: []string{"inspect", "memory.ref.json"}, setup: func(w *world) {
+			files(w, r)
+			w.write("memory.ref.json", string(memoryRef(t, r)))
+		}},
 	)
+}
+
+// memoryImage stands for a CRIU image's one blob.
+var memoryImage = []byte("criu image directory, as a tar")
+
+// memoryRef is r's ref with a CRIU memory image (memoryImage) and runc
+// options (SystemdCgroup), signed with testKey.
+func memoryRef(t *testing.T, r *suspendedRun) []byte {
+	t.Helper()
+	ref := *r.ref
+	opts, err := proto.Marshal(&runcoptions.Options{SystemdCgroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Runtime = &snapshot.Runtime{Name: "io.containerd.runc.v2", Options: &snapshot.RuntimeOptions{TypeURL: "containerd.runc.v1.Options", Value: opts}}
+	ref.Memory = &snapshot.Memory{Format: snapshot.MemoryFormatCRIU,
+		Blobs:   []snapshot.Descriptor{{MediaType: snapshot.MediaTypeMemoryCRIUZstd, Digest: digest.FromBytes(memoryImage), Size: int64(len(memoryImage))}},
+		Runtime: snapshot.MemoryRuntime{Tool: snapshot.MemoryToolCRIU, Version: "4.1.1", BinaryDigest: digest.FromString("criu binary")},
+		Host:    snapshot.MemoryHost{Kernel: "6.1.0-28-amd64", CPU: snapshot.CPU{Vendor: "GenuineIntel", Family: 6, Model: 85, Flags: []string{"avx2", "sse4_2"}}}}
+	file, err := snapshot.SignRef(&ref, testKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
