@@ -12,19 +12,6 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Images names images in the store: the base's name after a move
-// (docs/design.md "Moving runs"). Errors carry errdefs classes and name
-// the image.
-type Images interface {
-	// ImageTarget returns the descriptor image name points at;
-	// errdefs.ErrNotFound when no image has that name.
-	ImageTarget(ctx context.Context, name string) (ocispec.Descriptor, error)
-	// CreateImage creates image name pointing at target; an existing
-	// name is errdefs.ErrAlreadyExists and is left as it is (never
-	// re-pointed).
-	CreateImage(ctx context.Context, name string, target ocispec.Descriptor) error
-}
-
 // BaseName is what a move did about the base image's name on the
 // receiving host (docs/design.md "Moving runs"): Name is the ref's
 // base.name; Target the recorded digest it should name (base.indexDigest,

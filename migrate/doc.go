@@ -23,10 +23,11 @@
 //
 // # Orchestration over small seams
 //
-// Export, Import, Push and Pull run over Store (BlobReader, BlobWriter,
-// Leases, Archiver) and Registry, which runtime/containerd implements
-// against a daemon; so the same verification runs against any store,
-// including the in-memory one of migrate/fake.
+// Export, Import, Push and Pull run over Store (the host roles Content,
+// Leases, Archiver and Images) and Registry (host.Registry), which
+// runtime/containerd implements against a daemon; so the same
+// verification runs against any host, including the in-memory one of
+// host/memhost.
 //
 // # Runs by generation
 //

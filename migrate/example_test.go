@@ -16,21 +16,21 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
-	"github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // Move a suspended run from one content store to another through an
 // archive, as `sandbox-resume export` and `sandbox-resume import` do
-// between two hosts. The stores are in-memory (migrate/fake)
+// between two hosts. The stores are in-memory (host/memhost)
 // (runtime/containerd's Runtime is the Store of a real daemon). The
 // receiving side verifies the ref against its trusted keys before it
 // stores anything, and checks every blob and the diff; the run lease then
 // holds the artifact manifest, the ref and the diff.
 func ExampleExport() {
 	ctx := context.Background()
-	src := fake.New()
+	src := memhost.New(snapshot.Host{})
 
 	// On the first host: the run's base image and its rootfs diff.
 	layer := src.Put([]byte("base layer"))
@@ -80,7 +80,7 @@ func ExampleExport() {
 	fmt.Println("exported run", exp.Run, "as", exp.Artifact.ArtifactType, "without its base:", len(exp.Base) == 0)
 
 	// On the second host, which trusts the first host's key.
-	dst := fake.New()
+	dst := memhost.New(snapshot.Host{})
 	trust := envelope.NewKeyRing(key.Public().(ed25519.PublicKey))
 	imp, err := migrate.Import(ctx, dst, bytes.NewReader(archive.Bytes()), trust)
 	if err != nil {
@@ -90,7 +90,7 @@ func ExampleExport() {
 	fmt.Println("imported run", imp.Run, "into lease", imp.Lease, "holding", imp.Blobs, "blobs; the same ref file:", bytes.Equal(imp.RefFile, refFile))
 
 	// A host that does not trust the key stores nothing.
-	other := fake.New()
+	other := memhost.New(snapshot.Host{})
 	_, err = migrate.Import(ctx, other, bytes.NewReader(archive.Bytes()), envelope.NewKeyRing())
 	fmt.Println("untrusted:", errors.Is(err, envelope.ErrSignature), "blobs stored:", other.Len())
 	// Output:

@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -99,7 +100,7 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifac
 
 // baseManifest returns the descriptor of the ref's base platform manifest
 // from the store, or an error wrapping snapshot.ErrImageUnresolved.
-func baseManifest(ctx context.Context, s BlobReader, ref *snapshot.Ref) (ocispec.Descriptor, error) {
+func baseManifest(ctx context.Context, s host.Content, ref *snapshot.Ref) (ocispec.Descriptor, error) {
 	dg := ref.Base.ManifestDigest
 	data, err := s.ReadBlob(ctx, dg)
 	if errdefs.IsNotFound(err) {
@@ -118,7 +119,7 @@ func baseManifest(ctx context.Context, s BlobReader, ref *snapshot.Ref) (ocispec
 
 // ensureRunLease creates the run lease of ref when it does not exist and
 // returns its id.
-func ensureRunLease(ctx context.Context, s Leases, ref *snapshot.Ref) (string, error) {
+func ensureRunLease(ctx context.Context, s host.Leases, ref *snapshot.Ref) (string, error) {
 	id := snapshot.RunLease(ref.Run)
 	err := s.CreateLease(ctx, id, map[string]string{snapshot.LabelRun: ref.Run, snapshot.LabelCreated: ref.Created})
 	if err != nil && !errdefs.IsAlreadyExists(err) {
@@ -129,7 +130,7 @@ func ensureRunLease(ctx context.Context, s Leases, ref *snapshot.Ref) (string, e
 
 // holdRun adds the digests to the run lease of ref (created when absent)
 // and returns the lease id.
-func holdRun(ctx context.Context, s Leases, ref *snapshot.Ref, dgsts ...digest.Digest) (string, error) {
+func holdRun(ctx context.Context, s host.Leases, ref *snapshot.Ref, dgsts ...digest.Digest) (string, error) {
 	lease, err := ensureRunLease(ctx, s, ref)
 	if err != nil {
 		return "", err
@@ -170,14 +171,14 @@ func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase 
 		return nil, err
 	}
 	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
-	entries := []ArchiveEntry{{Desc: art.Manifest, Name: ArtifactImageName(art.Ref.Run)}}
+	entries := []host.ArchiveEntry{{Desc: art.Manifest, Name: ArtifactImageName(art.Ref.Run)}}
 	total := art.Manifest.Size + int64(len(refFile)) + payloadSize(art.Ref)
 	if withBase {
 		base, err := completeBase(ctx, s, art.Ref, art.Base)
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, ArchiveEntry{Desc: base})
+		entries = append(entries, host.ArchiveEntry{Desc: base})
 		res.Base = append(res.Base, base.Digest.String())
 		total += treeSize(ctx, s, base)
 	}
@@ -219,7 +220,7 @@ func ExportFile(ctx context.Context, s Store, refFile []byte, path string, withB
 // completeBase returns the descriptor of the base to ship: the index when
 // it and all its children are complete in the store, else the platform
 // manifest, which must be complete (else snapshot.ErrImageUnresolved).
-func completeBase(ctx context.Context, s BlobReader, ref *snapshot.Ref, manifest ocispec.Descriptor) (ocispec.Descriptor, error) {
+func completeBase(ctx context.Context, s host.Content, ref *snapshot.Ref, manifest ocispec.Descriptor) (ocispec.Descriptor, error) {
 	missing, err := s.MissingContent(ctx, manifest.Digest)
 	if err != nil {
 		return ocispec.Descriptor{}, err
@@ -247,7 +248,7 @@ func completeBase(ctx context.Context, s BlobReader, ref *snapshot.Ref, manifest
 // indexComplete reports whether every manifest an index lists (and every
 // index it lists, two levels at most) is in the store with its config and
 // layers, and every other descriptor it lists is present.
-func indexComplete(ctx context.Context, s BlobReader, data []byte, depth int) bool {
+func indexComplete(ctx context.Context, s host.Content, data []byte, depth int) bool {
 	var idx ocispec.Index
 	if json.Unmarshal(data, &idx) != nil || depth > 2 {
 		return false
@@ -275,7 +276,7 @@ func indexComplete(ctx context.Context, s BlobReader, data []byte, depth int) bo
 // treeSize returns the bytes of desc and every blob it references, each
 // counted once; it is only a progress total, so an unreadable child ends
 // the walk early.
-func treeSize(ctx context.Context, s BlobReader, desc ocispec.Descriptor) int64 {
+func treeSize(ctx context.Context, s host.Content, desc ocispec.Descriptor) int64 {
 	seen := map[digest.Digest]bool{}
 	var total int64
 	var walk func(d ocispec.Descriptor, depth int)

@@ -8,14 +8,14 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
-	"github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // failingImages is a store whose CreateImage fails (a daemon error while
 // the base is named).
-type failingImages struct{ *fake.Store }
+type failingImages struct{ *memhost.Machine }
 
 var errNaming = errors.New("image service unavailable")
 
@@ -26,7 +26,7 @@ func (failingImages) CreateImage(context.Context, string, ocispec.Descriptor) er
 // run lease (the run lease took the content before the name, and kept it).
 func TestFailedImportHoldsNothing(t *testing.T) {
 	r := newRun(t, nil)
-	dst := fake.New()
+	dst := memhost.New(snapshot.Host{})
 	_, err := migrate.Import(context.Background(), failingImages{dst}, bytes.NewReader(r.exported(t, true)), r.trust)
 	if !errors.Is(err, errNaming) {
 		t.Fatalf("Import with a failing CreateImage: %v, want that error", err)

@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -200,7 +201,7 @@ func ImportFile(ctx context.Context, s Store, path string, trust *envelope.KeyRi
 
 // checkStored checks that every digest is in the store with the given
 // size; a difference wraps ErrArtifactRefused.
-func checkStored(ctx context.Context, s BlobReader, sizes map[digest.Digest]int64) error {
+func checkStored(ctx context.Context, s host.Content, sizes map[digest.Digest]int64) error {
 	for d, n := range sizes {
 		size, err := s.BlobSize(ctx, d)
 		if errdefs.IsNotFound(err) {
@@ -217,7 +218,7 @@ func checkStored(ctx context.Context, s BlobReader, sizes map[digest.Digest]int6
 }
 
 // verifyLayers checks every layer of the ref with verifyDiff, in order.
-func verifyLayers(ctx context.Context, s BlobReader, ref *snapshot.Ref) error {
+func verifyLayers(ctx context.Context, s host.Content, ref *snapshot.Ref) error {
 	for i, l := range ref.Layers {
 		if err := verifyDiff(ctx, s, l); err != nil {
 			return fmt.Errorf("layers/%d: %w", i, err)
@@ -230,7 +231,7 @@ func verifyLayers(ctx context.Context, s BlobReader, ref *snapshot.Ref) error {
 // another size or digest wraps snapshot.ErrBlobCorrupt and
 // ErrArtifactRefused (the artifact is refused); an absent blob wraps
 // errdefs.ErrNotFound.
-func verifySpec(ctx context.Context, s BlobReader, ref *snapshot.Ref) error {
+func verifySpec(ctx context.Context, s host.Content, ref *snapshot.Ref) error {
 	d := ref.Spec
 	if d == nil {
 		return nil
@@ -253,7 +254,7 @@ func verifySpec(ctx context.Context, s BlobReader, ref *snapshot.Ref) error {
 // a registry with snapshot.VerifyDiff: a mismatch wraps both
 // snapshot.ErrDiffCorrupt and ErrArtifactRefused (the artifact is
 // refused); an absent blob wraps errdefs.ErrNotFound.
-func verifyDiff(ctx context.Context, s BlobReader, d snapshot.Layer) error {
+func verifyDiff(ctx context.Context, s host.Content, d snapshot.Layer) error {
 	blob, err := s.OpenBlob(ctx, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size})
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", d.Digest, err)

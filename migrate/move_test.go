@@ -20,8 +20,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
-	"github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -46,10 +46,10 @@ func readTestdata(t testing.TB, name string) []byte {
 	return b
 }
 
-// run is a suspended run in an in-memory store (migrate/fake): its base image (manifest, config,
+// run is a suspended run in an in-memory store (host/memhost): its base image (manifest, config,
 // one layer), its zstd rootfs diff, and its ref file signed by key.
 type run struct {
-	store *fake.Store
+	store *memhost.Machine
 	ref   *snapshot.Ref
 	file  []byte
 	trust *envelope.KeyRing
@@ -60,7 +60,7 @@ type run struct {
 // newRun builds a run; edit may change the ref before it is signed.
 func newRun(t *testing.T, edit func(*snapshot.Ref)) *run {
 	t.Helper()
-	s := fake.New()
+	s := memhost.New(snapshot.Host{})
 	layer := s.Put([]byte("base layer bytes"))
 	cfgBytes, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{layer.Digest}}})
@@ -124,7 +124,7 @@ func TestExportImport(t *testing.T) {
 		if !r.store.Holds(snapshot.RunLease(r.ref.Run), r.ref.Layers[0].Digest) {
 			t.Fatal("export: the run lease does not hold the diff")
 		}
-		dst := fake.New()
+		dst := memhost.New(snapshot.Host{})
 		res, err := migrate.Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
 		if err != nil {
 			t.Fatalf("withBase %t: %v", withBase, err)
@@ -151,7 +151,7 @@ func TestExportImport(t *testing.T) {
 func TestImportRefusesCorruptDiff(t *testing.T) {
 	r := newRun(t, func(ref *snapshot.Ref) { ref.Layers[0].DiffID = digest.FromString("another tar") })
 	archive := r.exported(t, false)
-	dst := fake.New()
+	dst := memhost.New(snapshot.Host{})
 	_, err := migrate.Import(context.Background(), dst, bytes.NewReader(archive), r.trust)
 	if !errors.Is(err, migrate.ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) || !strings.Contains(err.Error(), "diffID") {
 		t.Fatalf("Import = %v, want migrate.ErrArtifactRefused and snapshot.ErrDiffCorrupt naming the diffID", err)
@@ -170,12 +170,12 @@ func TestImportRefusesCorruptDiff(t *testing.T) {
 // gone from the store cannot be exported.
 func TestExportRefusesMissingContent(t *testing.T) {
 	r := newRun(t, nil)
-	r.store.Delete(r.ref.Layers[0].Digest)
+	r.store.DeleteBlob(r.ref.Layers[0].Digest)
 	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, migrate.ErrSnapshotMissing) {
 		t.Errorf("no diff: %v, want migrate.ErrSnapshotMissing", err)
 	}
 	r = newRun(t, nil)
-	r.store.Delete(r.base.Digest)
+	r.store.DeleteBlob(r.base.Digest)
 	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, snapshot.ErrImageUnresolved) {
 		t.Errorf("no base: %v, want snapshot.ErrImageUnresolved", err)
 	}
@@ -186,7 +186,7 @@ func TestExportRefusesMissingContent(t *testing.T) {
 // verified; a registry serving another diff is refused.
 func TestPushPull(t *testing.T) {
 	r := newRun(t, nil)
-	reg := fake.NewRegistry(r.store)
+	reg := memhost.NewRegistry(r.store)
 	target, err := migrate.ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestPushPull(t *testing.T) {
 	if len(pres.Base) != 1 || pres.Base[0] != r.base.Digest.String() || len(reg.Pushes()) != 2 || !strings.HasPrefix(reg.Pushes()[0], "reg.example/runs@") {
 		t.Fatalf("Push = %+v, pushes %v", pres, reg.Pushes())
 	}
-	dst := fake.New()
+	dst := memhost.New(snapshot.Host{})
 	reg.Local = dst
 	res, err := migrate.Pull(context.Background(), dst, reg, target, r.trust)
 	if err != nil {
@@ -216,21 +216,21 @@ func TestPushPull(t *testing.T) {
 
 	// The registry now serves other bytes under the diff's digest: the
 	// transport's check stops them, nothing is held.
-	evil := fake.New()
+	evil := memhost.New(snapshot.Host{})
 	reg.Local = evil
-	good, _ := reg.Remote.Blob(r.ref.Layers[0].Digest)
-	reg.Remote.Set(r.ref.Layers[0].Digest, good[:len(good)-1])
+	good, _ := reg.Remote.Blob(context.Background(), r.ref.Layers[0].Digest)
+	reg.Remote.CorruptBlob(r.ref.Layers[0].Digest, good[:len(good)-1])
 	if _, err := migrate.Pull(context.Background(), evil, reg, target, r.trust); err == nil || len(evil.Leases()) != 0 {
 		t.Fatalf("Pull of a changed diff: %v, leases %v", err, evil.Leases())
 	}
-	reg.Remote.Set(r.ref.Layers[0].Digest, good)
+	reg.Remote.CorruptBlob(r.ref.Layers[0].Digest, good)
 }
 
 // TestPullRefusesCorruptDiff: a signed ref whose diffID is not its diff's
 // is refused by the layer verifier after the fetch, as import refuses it.
 func TestPullRefusesCorruptDiff(t *testing.T) {
 	r := newRun(t, func(ref *snapshot.Ref) { ref.Layers[0].UncompressedSize++ })
-	reg := fake.NewRegistry(r.store)
+	reg := memhost.NewRegistry(r.store)
 	target, err := migrate.ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestPullRefusesCorruptDiff(t *testing.T) {
 	if _, err := migrate.Push(context.Background(), r.store, reg, r.file, target); err != nil {
 		t.Fatal(err)
 	}
-	dst := fake.New()
+	dst := memhost.New(snapshot.Host{})
 	reg.Local = dst
 	_, err = migrate.Pull(context.Background(), dst, reg, target, r.trust)
 	if !errors.Is(err, migrate.ErrArtifactRefused) || !errors.Is(err, snapshot.ErrDiffCorrupt) {
@@ -282,7 +282,7 @@ func TestParseRemoteRef(t *testing.T) {
 // tags is the one pulled, whatever the order the registry lists them in.
 func TestRunsByGeneration(t *testing.T) {
 	r := newRun(t, nil)
-	reg := fake.NewRegistry(r.store)
+	reg := memhost.NewRegistry(r.store)
 	repo, err := migrate.ParseRemoteRef("reg.example/runs", false)
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestRunsByGeneration(t *testing.T) {
 	for _, tag := range []string{".g3", ".g2", ".g03", ".gx", "0.g9"} {
 		reg.Tag("reg.example/runs:"+r.ref.Run+tag, tagged)
 	}
-	dst := fake.New()
+	dst := memhost.New(snapshot.Host{})
 	reg.Local = dst
 	res, err := migrate.Pull(context.Background(), dst, reg, repo, r.trust, migrate.WithRun(r.ref.Run))
 	if err != nil {
@@ -308,10 +308,10 @@ func TestRunsByGeneration(t *testing.T) {
 	if want := "reg.example/runs:" + r.ref.Run + ".g3"; res.Source != want {
 		t.Errorf("pulled %s, want %s", res.Source, want)
 	}
-	if _, err := migrate.Pull(context.Background(), fake.New(), reg, repo, r.trust); !errors.Is(err, errdefs.ErrInvalidArgument) {
+	if _, err := migrate.Pull(context.Background(), memhost.New(snapshot.Host{}), reg, repo, r.trust); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("a bare pull without a run: %v, want invalid-argument", err)
 	}
-	_, err = migrate.Pull(context.Background(), fake.New(), reg, repo, r.trust, migrate.WithRun("other"))
+	_, err = migrate.Pull(context.Background(), memhost.New(snapshot.Host{}), reg, repo, r.trust, migrate.WithRun("other"))
 	if !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), "reg.example/runs") || !strings.Contains(err.Error(), "other") {
 		t.Errorf("a run with no tag: %v, want not-found naming the repository and the run", err)
 	}
@@ -386,7 +386,7 @@ func TestImportNamesBase(t *testing.T) {
 	ctx := context.Background()
 	t.Run("manifest", func(t *testing.T) {
 		r := newRun(t, nil)
-		dst := fake.New()
+		dst := memhost.New(snapshot.Host{})
 		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, true)), r.trust)
 		if err != nil {
 			t.Fatal(err)
@@ -404,7 +404,7 @@ func TestImportNamesBase(t *testing.T) {
 	})
 	t.Run("index", func(t *testing.T) {
 		r := newIndexedRun(t, false)
-		dst := fake.New()
+		dst := memhost.New(snapshot.Host{})
 		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, true)), r.trust)
 		if err != nil {
 			t.Fatal(err)
@@ -418,7 +418,7 @@ func TestImportNamesBase(t *testing.T) {
 	})
 	t.Run("index incomplete", func(t *testing.T) {
 		r := newIndexedRun(t, true) // export ships the platform manifest alone
-		dst := fake.New()
+		dst := memhost.New(snapshot.Host{})
 		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, true)), r.trust)
 		if err != nil {
 			t.Fatal(err)
@@ -429,7 +429,7 @@ func TestImportNamesBase(t *testing.T) {
 	})
 	t.Run("existing name", func(t *testing.T) {
 		r := newRun(t, nil)
-		dst := fake.New()
+		dst := memhost.New(snapshot.Host{})
 		other := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("other"), Size: 5}
 		if err := dst.CreateImage(ctx, r.ref.Base.Name, other); err != nil {
 			t.Fatal(err)
@@ -445,7 +445,7 @@ func TestImportNamesBase(t *testing.T) {
 	})
 	t.Run("no base", func(t *testing.T) {
 		r := newRun(t, nil)
-		dst := fake.New()
+		dst := memhost.New(snapshot.Host{})
 		res, err := migrate.Import(ctx, dst, bytes.NewReader(r.exported(t, false)), r.trust)
 		if err != nil {
 			t.Fatal(err)
@@ -460,7 +460,7 @@ func TestImportNamesBase(t *testing.T) {
 // platform manifest; pull fetches the index alone and names it.
 func TestPullNamesBaseIndex(t *testing.T) {
 	r := newIndexedRun(t, false)
-	reg := fake.NewRegistry(r.store)
+	reg := memhost.NewRegistry(r.store)
 	target, err := migrate.ParseRemoteRef("reg.example/runs:"+r.ref.Run, false)
 	if err != nil {
 		t.Fatal(err)
@@ -468,7 +468,7 @@ func TestPullNamesBaseIndex(t *testing.T) {
 	if _, err := migrate.Push(context.Background(), r.store, reg, r.file, target); err != nil {
 		t.Fatal(err)
 	}
-	dst := fake.New()
+	dst := memhost.New(snapshot.Host{})
 	reg.Local = dst
 	res, err := migrate.Pull(context.Background(), dst, reg, target, r.trust)
 	if err != nil {
@@ -505,7 +505,7 @@ func TestArtifactSpecAndGeneration(t *testing.T) {
 		t.Fatalf("artifact manifest %s", body)
 	}
 	archive := r.exported(t, true)
-	res, err := migrate.Import(context.Background(), fake.New(), bytes.NewReader(archive), r.trust)
+	res, err := migrate.Import(context.Background(), memhost.New(snapshot.Host{}), bytes.NewReader(archive), r.trust)
 	if err != nil || !bytes.Equal(res.RefFile, r.file) {
 		t.Fatalf("Import: %v", err)
 	}

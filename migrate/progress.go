@@ -1,6 +1,10 @@
 package migrate
 
-import "io"
+import (
+	"io"
+
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+)
 
 // Progress receives the byte progress of Export, Import, Push and Pull
 // (docs/design.md "Moving runs": progress on stderr when it is a terminal).
@@ -49,14 +53,9 @@ func collectOptions(opts []Option) options {
 }
 
 // NoProgress is the Progress of an operation without WithProgress: it
-// discards everything. A transport may skip counting for it.
-type NoProgress struct{}
-
-// Phase does nothing.
-func (NoProgress) Phase(string, int64) {}
-
-// Add does nothing.
-func (NoProgress) Add(int64) {}
+// discards everything. A transport may skip counting for it (it is
+// snapshot.NoProgress, which the registry transport recognizes).
+type NoProgress = snapshot.NoProgress
 
 // progressWriter counts the bytes written through it into p.
 type progressWriter struct {

@@ -97,7 +97,7 @@ func (s *state) judgeGone(ctx context.Context, rec *ledger.Record) (bool, string
 	if !s.local(h.Container) {
 		return false, "its host or namespace is not this one", nil
 	}
-	if s.facts.ResumerAlive(*h) {
+	if s.facts.ResumerAlive(h.PID, h.Start, h.Boot) {
 		return false, fmt.Sprintf("its resumer process %d runs", h.PID), nil
 	}
 	cf, err := s.facts.ContainerState(ctx, h.ID)

@@ -11,15 +11,16 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/host"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // here is a container of the fixture's host and namespace.
 func here(id string) ledger.Container {
-	return ledger.Container{Host: testHostID, Namespace: fake.DefaultNamespace, ID: id}
+	return ledger.Container{Host: testHostID, Namespace: memhost.DefaultNamespace, ID: id}
 }
 
 // deadResumer is a resuming holder of this host whose process is gone (a
@@ -82,7 +83,7 @@ func wantDetail(t *testing.T, v *resume.Verdict, parts ...string) {
 
 // TestClaimCheckOutcomes: every outcome of the claim check (docs/design.md
 // "Resume decision", check 11) under Decide and under Resume, over
-// resume/fake and ledger/fake; Decide never changes the record.
+// host/memhost and ledger/fake; Decide never changes the record.
 func TestClaimCheckOutcomes(t *testing.T) {
 	id := resume.DefaultContainerID(testRun, 1)
 	for _, tt := range []struct {
@@ -139,7 +140,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 		{name: "resuming, resumer gone, stopped container with the fence", setup: func(t *testing.T, fx *fixture) {
 			c := fx.claimAs(deadResumer(t, "gone"))
 			fx.facts.PutContainer("gone", map[string]string{snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 77)
-			fx.facts.StopTask("gone")
+			fx.facts.ExitTask("gone")
 		}},
 		{name: "resuming, resumer gone, container with another fence", code: 8, class: resume.ClassClaimConflict, detail: []string{"fence label"}, setup: func(t *testing.T, fx *fixture) {
 			fx.claimAs(deadResumer(t, "gone"))
@@ -239,7 +240,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 				if after == nil || after.State != ledger.StateLive || after.Holder == nil || after.Holder.Container != here(id) || after.Fence != fence+1 || v.Fence != after.Fence {
 					t.Fatalf("record %v, verdict fence %d; want live held by %s with fence %d", after, v.Fence, id, fence+1)
 				}
-				if c, ok := m.Container(id); !ok || c.Labels[snapshot.LabelFence] != strconv.FormatUint(after.Fence, 10) {
+				if c, ok := m.Incarnation(id); !ok || c.Labels[snapshot.LabelFence] != strconv.FormatUint(after.Fence, 10) {
 					t.Errorf("container %s: %v %t", id, c.Labels, ok)
 				}
 				// The replaced holder's container is gone.
@@ -249,7 +250,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 					}
 				}
 				if tt.take {
-					want := &resume.TakenOver{Host: testHostID, Namespace: fake.DefaultNamespace, Container: "lost-incarnation", Fence: fence}
+					want := &resume.TakenOver{Host: testHostID, Namespace: memhost.DefaultNamespace, Container: "lost-incarnation", Fence: fence}
 					if v.TakenOver == nil || *v.TakenOver != *want {
 						t.Errorf("takenOver %+v, want %+v", v.TakenOver, want)
 					}
@@ -285,13 +286,13 @@ func TestResumeTwice(t *testing.T) {
 // loseOnCreate is a Materializer whose CreateContainer first lets another
 // party change the record (a forced discard, a take-over).
 type loseOnCreate struct {
-	*fake.Materializer
+	*memhost.Machine
 	meanwhile func()
 }
 
-func (m loseOnCreate) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
+func (m loseOnCreate) CreateContainer(ctx context.Context, spec host.ContainerSpec) error {
 	m.meanwhile()
-	return m.Materializer.CreateContainer(ctx, spec)
+	return m.Machine.CreateContainer(ctx, spec)
 }
 
 // TestResumeFencedOut: a claim lost while materializing (discarded with
@@ -314,7 +315,7 @@ func TestResumeFencedOut(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			fx, fm := materializable(t, baseConfig)
-			m := loseOnCreate{Materializer: fm, meanwhile: func() { meanwhile(t, fx) }}
+			m := loseOnCreate{Machine: fm, meanwhile: func() { meanwhile(t, fx) }}
 			v := resumeWith(fx, m, resume.ResumeOptions{})
 			if v.ExitCode != 8 || v.Class != resume.ClassClaimConflict || v.Materialize == nil || v.Materialize.Result != resume.ResultFail || v.Container != "" {
 				t.Fatalf("verdict %s", dump(v))

@@ -7,27 +7,18 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// RunHost is what Discard deletes a run's remains with on this host: one
-// containerd namespace. runtime/containerd implements it.
+// RunHost is what Discard deletes a run's remains with on this host (one
+// containerd namespace), as host's roles: Leases.DeleteLease and
+// LegacyClaim, Containers.RunContainers and DeleteContainer.
+// runtime/containerd implements it.
 type RunHost interface {
-	// DeleteLease deletes a lease and waits for the garbage collection it
-	// triggers. An absent lease is an error wrapping errdefs.ErrNotFound.
-	DeleteLease(ctx context.Context, id string) error
-
-	// RunContainers returns the containers labelled with run
-	// (snapshot.LabelRun), sorted by id.
-	RunContainers(ctx context.Context, run string) ([]ContainerState, error)
-
-	// LegacyClaim is Facts.LegacyClaim: the previous release's claim
-	// lease of run, or nil.
-	LegacyClaim(ctx context.Context, run string) (*LegacyClaim, error)
-
-	// DeleteContainer is Materializer.DeleteContainer.
-	DeleteContainer(ctx context.Context, id string) error
+	host.Leases
+	host.Containers
 }
 
 // DiscardOptions are the options of Discard: Force discards a live or

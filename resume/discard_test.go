@@ -10,17 +10,20 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// runHost is an in-memory resume.RunHost.
+// runHost is an in-memory resume.RunHost: the four methods Discard calls
+// (the other methods of its roles are the nil host.Host's, never called).
 type runHost struct {
+	host.Host
 	leases     map[string]bool
-	containers map[string]resume.ContainerState
-	legacy     *resume.LegacyClaim
+	containers map[string]host.ContainerState
+	legacy     *host.LegacyClaim
 }
 
 func (h *runHost) DeleteLease(_ context.Context, id string) error {
@@ -31,14 +34,14 @@ func (h *runHost) DeleteLease(_ context.Context, id string) error {
 	return nil
 }
 
-func (h *runHost) RunContainers(_ context.Context, run string) ([]resume.ContainerState, error) {
-	var out []resume.ContainerState
+func (h *runHost) RunContainers(_ context.Context, run string) ([]host.ContainerState, error) {
+	var out []host.ContainerState
 	for _, c := range h.containers {
 		if c.Labels[snapshot.LabelRun] == run {
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b resume.ContainerState) int {
+	slices.SortFunc(out, func(a, b host.ContainerState) int {
 		if a.ID < b.ID {
 			return -1
 		}
@@ -47,7 +50,7 @@ func (h *runHost) RunContainers(_ context.Context, run string) ([]resume.Contain
 	return out, nil
 }
 
-func (h *runHost) LegacyClaim(context.Context, string) (*resume.LegacyClaim, error) {
+func (h *runHost) LegacyClaim(context.Context, string) (*host.LegacyClaim, error) {
 	return h.legacy, nil
 }
 
@@ -66,13 +69,13 @@ func TestDiscard(t *testing.T) {
 	inc := map[string]string{snapshot.LabelRun: "r", snapshot.LabelGeneration: "1"}
 	h := &runHost{
 		leases: map[string]bool{snapshot.RunLease("r"): true, snapshot.ClaimLease("r"): true},
-		containers: map[string]resume.ContainerState{
+		containers: map[string]host.ContainerState{
 			"stopped": {ID: "stopped", Labels: inc},
 			"running": {ID: "running", Labels: inc, Running: true},
 			"old":     {ID: "old", Labels: map[string]string{snapshot.LabelRun: "r"}},
 			"own":     {ID: "own", Labels: map[string]string{snapshot.LabelRun: "r"}},
 		},
-		legacy: &resume.LegacyClaim{Lease: snapshot.ClaimLease("r"), Container: "old"},
+		legacy: &host.LegacyClaim{Lease: snapshot.ClaimLease("r"), Container: "old"},
 	}
 	c := ledger.Container{Host: "h", Namespace: "ns", ID: "running"}
 	if _, err := l.Suspended(ctx, ledger.SuspendRequest{Run: "r", Generation: 1, Ref: digest.FromString("g1"), Container: c, Keep: true}); err != nil {

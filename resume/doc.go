@@ -52,9 +52,9 @@
 //
 // # Seams
 //
-// Facts and Materializer are implemented by runtime/containerd against a
-// daemon and by resume/fake in memory; resume/facttest and
-// resume/materializertest are their conformance suites. Decide never
+// Facts, Materializer and RunHost compose roles of the one host seam
+// (package host), implemented by runtime/containerd against a daemon and
+// by host/memhost in memory; host/hosttest is their conformance suite. Decide never
 // creates, changes or deletes anything: it is `sandbox-resume resume
 // --check`.
 package resume

@@ -13,13 +13,13 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Decide whether a suspended run may resume, over the in-memory fakes of
-// resume/fake (runtime/containerd gives the same facts from a daemon, and
+// Decide whether a suspended run may resume, over the in-memory host
+// host/memhost (runtime/containerd gives the same facts from a daemon, and
 // a ledger the claims). The run was suspended with a declaration whose
 // SnapshotRef is signed by a trusted key; offering the same declaration is
 // accepted (written differently: the address is what counts), offering
@@ -29,11 +29,7 @@ func ExampleDecide() {
 	ctx := context.Background()
 	host := snapshot.Host{ID: "11111111-2222-3333-4444-555555555555", IDSource: snapshot.IDSourceIntrospection,
 		ContainerdVersion: "2.4.2", Snapshotter: "overlayfs", Platform: "linux/amd64"}
-	facts, err := fake.NewFacts(host)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	facts := memhost.New(host)
 	// The base image in the content store: one layer, its config, its manifest.
 	layer := []byte("base layer")
 	cfg, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
@@ -41,7 +37,7 @@ func ExampleDecide() {
 	mf, _ := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
 		Config: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: facts.PutBlob(cfg), Size: int64(len(cfg))},
 		Layers: []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageLayer, Digest: facts.PutBlob(layer), Size: int64(len(layer))}}})
-	err = facts.SetImage("docker.io/library/busybox:1", ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: facts.PutBlob(mf), Size: int64(len(mf))})
+	err := facts.SetImage("docker.io/library/busybox:1", ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: facts.PutBlob(mf), Size: int64(len(mf))})
 	if err != nil {
 		fmt.Println(err)
 		return

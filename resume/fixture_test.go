@@ -15,9 +15,9 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -49,7 +49,7 @@ const (
 // SnapshotRef recording them, signed with testKey("a").
 type fixture struct {
 	t      testing.TB
-	facts  *fake.Facts
+	facts  *memhost.Machine
 	ledger *lfake.Ledger
 	key    ed25519.PrivateKey
 	trust  *envelope.KeyRing
@@ -66,7 +66,7 @@ func testHost() snapshot.Host {
 
 // putImage stores an image manifest for platform with one layer whose
 // content is layer and returns the manifest descriptor.
-func putImage(t testing.TB, f *fake.Facts, platform ocispec.Platform, layer string) (ocispec.Descriptor, digest.Digest) {
+func putImage(t testing.TB, f *memhost.Machine, platform ocispec.Platform, layer string) (ocispec.Descriptor, digest.Digest) {
 	t.Helper()
 	layerDigest := f.PutBlob([]byte(layer))
 	cfg := ocispec.Image{
@@ -92,13 +92,10 @@ func putImage(t testing.TB, f *fake.Facts, platform ocispec.Platform, layer stri
 	return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: md, Size: int64(len(mb))}, layerDigest
 }
 
-// newFixture suspends a run declared by config (JSONC) into a fresh fake.
+// newFixture suspends a run declared by config (JSONC) into a fresh memhost.
 func newFixture(t testing.TB, config string) *fixture {
 	t.Helper()
-	facts, err := fake.NewFacts(testHost())
-	if err != nil {
-		t.Fatal(err)
-	}
+	facts := memhost.New(testHost())
 	fx := &fixture{
 		t:      t,
 		facts:  facts,

@@ -12,31 +12,23 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// ForkHost is what Fork needs of the host it runs on: its identity (the
-// fork's host), the content check 9 looks at (layer and memory blob
-// sizes, the spec blob read and verified), and the new run's lease, which
-// comes to hold the shared blobs, the base and the fork's ref blob.
-// runtime/containerd implements it.
+// ForkHost is what Fork needs of the host it runs on, as host's roles:
+// its identity and namespace (Info: the fork's host, and the namespace
+// its suspendedBy names), the content check 9 looks at (Content.BlobSize
+// for layer and memory blobs, Content.ReadSpec for the spec, read and
+// verified), and the new run's lease (Leases.StoreRef, AddToLease,
+// HoldBase), which comes to hold the shared blobs, the base and the fork's
+// ref blob. runtime/containerd implements it against a daemon and
+// host/memhost in memory.
 type ForkHost interface {
-	RepinHost
-	// Namespace returns the containerd namespace the host works in: the
-	// namespace the ledger's suspendedBy names for the fork.
-	Namespace() string
-	// BlobSize returns the size in bytes of a blob in the content store,
-	// or an error wrapping errdefs.ErrNotFound.
-	BlobSize(ctx context.Context, d digest.Digest) (int64, error)
-	// ReadSpec returns the bytes of the recorded runtime spec blob d,
-	// its size and digest verified as it is read (snapshot.ErrBlobCorrupt
-	// otherwise; errdefs.ErrNotFound when absent).
-	ReadSpec(ctx context.Context, d snapshot.Descriptor) ([]byte, error)
-	// AddToLease makes the lease hold the stored blobs (idempotent).
-	AddToLease(ctx context.Context, lease string, blobs ...digest.Digest) error
-	// HoldBase adds the base image's content to the lease.
-	HoldBase(ctx context.Context, lease string, base snapshot.Base) error
+	host.Info
+	host.Content
+	host.Leases
 }
 
 // ForkRequest is the input of Fork (docs/design.md "Repin and fork").
@@ -140,13 +132,13 @@ func Fork(ctx context.Context, h ForkHost, l ledger.Ledger, req ForkRequest) (*F
 	}
 	source := digest.FromBytes(req.RefFile)
 	from := &snapshot.ForkedFrom{Run: ref.Run, RunUID: ref.RunUID, Generation: ref.Generation, Ref: source}
-	host, err := h.Host(ctx)
+	self, err := h.Host(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: host identity: %w", CheckFork, err)
 	}
 	// No container suspended the fork: suspendedBy names the fork itself,
 	// "fork:<source run>@<generation>" in this namespace on this host.
-	who := ledger.Container{Host: host.ID, Namespace: h.Namespace(), ID: fmt.Sprintf("fork:%s@%d", ref.Run, ref.Generation)}
+	who := ledger.Container{Host: self.ID, Namespace: h.Namespace(), ID: fmt.Sprintf("fork:%s@%d", ref.Run, ref.Generation)}
 	op := ledger.SuspendRequest{
 		Run: req.Run, Generation: 1, Ref: digest.FromString("fork prediction"), Container: who, Created: t, RunUID: uid,
 		ForkedFrom: &ledger.ForkedFrom{Run: from.Run, RunUID: from.RunUID, Generation: from.Generation, Ref: from.Ref},
@@ -167,7 +159,7 @@ func Fork(ctx context.Context, h ForkHost, l ledger.Ledger, req ForkRequest) (*F
 	next := &snapshot.Ref{
 		Schema: snapshot.RefSchemaV3, Run: req.Run, Generation: 1,
 		Manifest: ref.Manifest, Core: ref.Core, Pinned: ref.Pinned, Policy: ref.Policy, Lockfile: ref.Lockfile,
-		Host: host, Base: ref.Base, Layers: ref.Layers, Spec: ref.Spec, Runtime: ref.Runtime,
+		Host: self, Base: ref.Base, Layers: ref.Layers, Spec: ref.Spec, Runtime: ref.Runtime,
 		Created: t.Format(time.RFC3339), RunUID: uid, ForkedFrom: from,
 	}
 	if next.Policy == nil {

@@ -53,8 +53,10 @@ func TestFork(t *testing.T) {
 		t.Errorf("notes %q", res.Notes)
 	}
 	lease := snapshot.RunLease("demo-2")
-	if res.Lease != lease || !slices.Equal(h.held[lease], []digest.Digest{fx.ref.Layers[0].Digest, fx.ref.Spec.Digest}) || h.bases[lease].ManifestDigest != fx.ref.Base.ManifestDigest {
-		t.Errorf("lease %s holds %v, base %v", res.Lease, h.held[lease], h.bases[lease])
+	for _, d := range []digest.Digest{fx.ref.Layers[0].Digest, fx.ref.Spec.Digest, fx.ref.Base.ManifestDigest, fx.ref.Base.ConfigDigest, fx.layer, res.Digest} {
+		if res.Lease != lease || !h.Holds(lease, d) {
+			t.Errorf("lease %s (%s) does not hold %s", lease, res.Lease, d)
+		}
 	}
 	if !slices.Contains(fx.facts.Refs("demo-2"), res.Digest.String()) {
 		t.Errorf("the fork's ref blob is not under its lease: %v", fx.facts.Refs("demo-2"))
@@ -111,8 +113,8 @@ func TestForkMemory(t *testing.T) {
 		if err != nil || !res.Memory || res.Ref.Memory == nil || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "duplicated") {
 			t.Fatalf("Fork --with-memory: %+v, %v", res, err)
 		}
-		if held := h.held[res.Lease]; !slices.Contains(held, fx.ref.Memory.Blobs[0].Digest) {
-			t.Errorf("the memory blob is not under the fork's lease: %v", held)
+		if !h.Holds(res.Lease, fx.ref.Memory.Blobs[0].Digest) {
+			t.Errorf("the memory blob is not under the fork's lease %s", res.Lease)
 		}
 		// A memory blob that is gone is check 9's refusal.
 		fx.facts.DeleteBlob(fx.ref.Memory.Blobs[0].Digest)

@@ -12,9 +12,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // labelImage stores a testimage with config labels in fx's fake, points
@@ -225,4 +225,4 @@ func TestImageMetadataUnreadable(t *testing.T) {
 	}
 }
 
-var _ snapshot.ImageConfigReader = labelFacts{}
+var _ host.Images = labelFacts{}

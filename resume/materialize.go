@@ -14,116 +14,31 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// ContainerSpec is what Materializer.CreateContainer makes (docs/design.md
-// "Materialize").
-//
-// ID is the container id and its snapshot key; Run and Manifest become the
-// container labels snapshot.LabelRun and snapshot.LabelManifest,
-// Generation, Ref and Fence the labels snapshot.LabelGeneration (the
-// generation resumed), snapshot.LabelRef (the digest of its ref file) and
-// snapshot.LabelFence (the token the ledger's Claim issued), all decimal
-// or as the digest's string; Base is the verified ref's base image (its
-// ManifestDigest names the layers applied, DiffIDs their uncompressed
-// digests); Layers are the verified ref's layers, applied on top in order
-// (oldest first). Spec is the OCI runtime spec's JSON bytes the container
-// is created with, exactly (Resume made them with PatchSpec from the
-// recorded or the offered spec); nil for a `/1` ref resumed without an
-// offered spec, whose spec the Materializer builds as the previous release
-// did: the host's default spec, the base image config on the prepared
-// snapshot (users and groups looked up there), then Env, "KEY=VALUE"
-// entries (the containerEnv entries whose values hold no "${", sorted by
-// key) replacing the image's by key. Runtime is the runtime name and
-// options it runs under: the recorded ones (DefaultRuntime with no options
-// for a `/1` ref).
-type ContainerSpec struct {
-	ID         string
-	Run        string
-	Manifest   string
-	Generation uint64
-	Ref        digest.Digest
-	Fence      uint64
-	Base       snapshot.Base
-	Layers     []snapshot.Layer
-	Spec       []byte
-	Env        []string
-	Runtime    snapshot.Runtime
-}
-
 // DefaultRuntime is the runtime of an incarnation whose ref records none
-// (a `/1` ref): runc through containerd's runtime v2 shim, as the
-// previous release ran every resumed container.
-const DefaultRuntime = "io.containerd.runc.v2"
-
-// Labels returns the incarnation's labels: run, manifest, generation, ref
-// and fence (docs/design.md "Materialize").
-func (c ContainerSpec) Labels() map[string]string {
-	return map[string]string{
-		snapshot.LabelRun:        c.Run,
-		snapshot.LabelManifest:   c.Manifest,
-		snapshot.LabelGeneration: strconv.FormatUint(c.Generation, 10),
-		snapshot.LabelRef:        c.Ref.String(),
-		snapshot.LabelFence:      strconv.FormatUint(c.Fence, 10),
-	}
-}
+// (a `/1` ref): host.DefaultRuntime.
+const DefaultRuntime = host.DefaultRuntime
 
 // Materializer brings a claimed run's file system back as a new container
-// (docs/design.md "Materialize"). It holds no claim: exclusivity is the run
-// ledger's. runtime/containerd implements it against a daemon and
-// resume/fake in memory; resume/materializertest is the conformance suite
-// for both.
+// (docs/design.md "Materialize"), as host's roles: StoreRef (Leases),
+// CheckDiff (Content), CreateContainer and DeleteContainer (Containers),
+// StartTask (Tasks). It holds no claim: exclusivity is the run ledger's.
+// runtime/containerd implements it against a daemon and host/memhost in
+// memory; host/hosttest is the suite both pass.
 //
 // Errors carry github.com/containerd/errdefs classes and name the lease,
 // digest or container they concern.
 type Materializer interface {
-	// StoreRef stores a ref file's bytes as a blob under run's run lease
-	// (snapshot.RunLease; created when missing), so the incarnation's ref
-	// label resolves on this host. Storing bytes already stored is no
-	// error.
-	StoreRef(ctx context.Context, run string, ref []byte) error
-
-	// CheckDiff checks a stored layer blob of the ref before anything is
-	// applied: at least that it is stored with size d.Size and digest
-	// d.Digest (snapshot.VerifyLayerBlob, no decompression). The diffID
-	// d.DiffID must be checked by CheckDiff or by CreateContainer's apply
-	// before anything is committed: a Materializer whose apply does not
-	// compute it (resume/fake) checks it here with snapshot.VerifyDiff
-	// (decompression bounded by d.UncompressedSize); runtime/containerd
-	// leaves it to the daemon's apply (docs/design.md "Materialize"). A
-	// mismatch wraps snapshot.ErrDiffCorrupt and names the digest; an absent
-	// blob wraps errdefs.ErrNotFound.
-	CheckDiff(ctx context.Context, d snapshot.Layer) error
-
-	// CreateContainer applies the base layers and spec.Layers (containerd:
-	// rootfs.ApplyLayers under a short-lived lease), prepares the snapshot
-	// spec.ID on the host's default snapshotter and creates the container
-	// spec.ID with exactly the runtime spec bytes spec.Spec (or, when nil,
-	// the spec built from the base image config and spec.Env), the runtime
-	// spec.Runtime (its options Any with the recorded type URL and bytes)
-	// and the labels spec.Labels(). On error no container spec.ID was
-	// created by this call. An existing container id is
-	// errdefs.ErrAlreadyExists; a layer whose extraction computes another
-	// diffID than the recorded one wraps snapshot.ErrDiffCorrupt, and then
-	// nothing was committed under the recorded chain (an existing chain
-	// snapshot is used as it is: it was committed by such a checked apply);
-	// missing base content errdefs.ErrNotFound.
-	CreateContainer(ctx context.Context, spec ContainerSpec) error
-
-	// DeleteContainer deletes container id with its task (killed first)
-	// and its snapshot (key id): a fenced-out or replaced incarnation.
-	// A container that does not exist is no error.
-	DeleteContainer(ctx context.Context, id string) error
-
-	// StartTask creates and starts the container's task detached (its
-	// output discarded) and returns the task's pid: the process of the
-	// container's spec (its args, cwd, env and user). A container that does
-	// not exist is errdefs.ErrNotFound.
-	StartTask(ctx context.Context, id string) (uint32, error)
+	host.Content
+	host.Containers
+	host.Leases
+	host.Tasks
 }
 
 // ResumeOptions are the options of `resume` without --check.
@@ -249,7 +164,7 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	}
 	faultpoint.Reach("resume-claimed")
 	cc := s.cc
-	spec := ContainerSpec{
+	spec := host.ContainerSpec{
 		ID: cc.target.ID, Run: cc.run, Manifest: s.ref.Manifest,
 		Generation: cc.gen, Ref: cc.ref, Fence: cc.fence,
 		Base: s.ref.Base, Layers: s.ref.Layers,
@@ -350,7 +265,7 @@ func (s *state) live(ctx context.Context) error {
 // materialize checks the layer blobs and creates the container (whose
 // apply checks the diffIDs, m.CheckDiff's doc). class is the verdict class
 // of err.
-func materialize(ctx context.Context, m Materializer, spec ContainerSpec) (detail string, class Class, err error) {
+func materialize(ctx context.Context, m Materializer, spec host.ContainerSpec) (detail string, class Class, err error) {
 	var size, uncompressed int64
 	for i, l := range spec.Layers {
 		err = m.CheckDiff(ctx, l)

@@ -9,21 +9,22 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/host"
+	"github.com/sandbox-resume/sandbox-resume/host/hosttest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
-	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // materializable is a fixture whose rootfs diff is a real zstd layer.
-func materializable(t *testing.T, config string) (*fixture, *fake.Materializer) {
+func materializable(t *testing.T, config string) (*fixture, *memhost.Machine) {
 	t.Helper()
 	fx := newFixture(t, config)
-	blob, d := materializertest.Diff(t, map[string]string{"data.txt": "hello\n"})
+	blob, d := hosttest.Diff(t, map[string]string{"data.txt": "hello\n"})
 	fx.facts.PutBlob(blob)
 	fx.ref.Layers[0] = d
-	return fx, fake.NewMaterializer(fx.facts)
+	return fx, fx.facts
 }
 
 func resumeWith(fx *fixture, m resume.Materializer, opt resume.ResumeOptions) *resume.Verdict {
@@ -60,7 +61,7 @@ func TestResumeMaterializes(t *testing.T) {
 	if want := []string{"/containerEnv/HOMEISH", "/mounts/0", "/remoteUser"}; !slices.Equal(v.NotApplied, want) {
 		t.Errorf("notApplied %v, want %v", v.NotApplied, want)
 	}
-	c, ok := m.Container(id)
+	c, ok := m.Incarnation(id)
 	if !ok {
 		t.Fatal("no container")
 	}
@@ -70,7 +71,7 @@ func TestResumeMaterializes(t *testing.T) {
 	if c.Spec.Runtime.Name != resume.DefaultRuntime || c.Spec.Runtime.Options != nil {
 		t.Errorf("runtime %+v, want %s without options", c.Spec.Runtime, resume.DefaultRuntime)
 	}
-	if !strings.Contains(string(c.Spec.Spec), `"cgroupsPath":"/`+fake.DefaultNamespace+`/`+id+`"`) {
+	if !strings.Contains(string(c.Spec.Spec), `"cgroupsPath":"/`+memhost.DefaultNamespace+`/`+id+`"`) {
 		t.Errorf("spec %s: cgroupsPath is not the new container's", c.Spec.Spec)
 	}
 	refFile := fx.signed()
@@ -88,7 +89,7 @@ func TestResumeMaterializes(t *testing.T) {
 	}
 	rec := fx.record()
 	if rec == nil || rec.State != ledger.StateLive || rec.Fence != 1 || rec.Holder == nil || rec.Holder.ID != id ||
-		rec.Holder.Namespace != fake.DefaultNamespace || rec.Holder.Host != testHostID || rec.Generation != 1 || rec.Ref != digest.FromBytes(refFile) {
+		rec.Holder.Namespace != memhost.DefaultNamespace || rec.Holder.Host != testHostID || rec.Generation != 1 || rec.Ref != digest.FromBytes(refFile) {
 		t.Fatalf("record %v, want live at generation 1 with fence 1 held by %s", rec, id)
 	}
 	// The run is live: a second resume is 8 naming the incarnation.
@@ -140,8 +141,8 @@ func TestResumeReleasesClaimOnFailure(t *testing.T) {
 }
 
 // failCreate fails CreateContainer with a daemon error.
-type failCreate struct{ *fake.Materializer }
+type failCreate struct{ *memhost.Machine }
 
-func (failCreate) CreateContainer(context.Context, resume.ContainerSpec) error {
+func (failCreate) CreateContainer(context.Context, host.ContainerSpec) error {
 	return errors.New("create container: connection reset by peer")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
@@ -23,20 +24,16 @@ const (
 	CheckFork  = "fork"
 )
 
-// RepinHost is what Repin needs of the host it runs on: its identity (the
-// new generation's host) and the run lease, which keeps the new ref blob
-// (docs/design.md "Repin and fork": nothing in containerd changes but
-// that blob). runtime/containerd implements it.
+// RepinHost is what Repin needs of the host it runs on, as host's roles:
+// its identity (Info.Host: the new generation's host), the ref blob of a
+// repin recorded before (Content.ReadBlob), and the run lease, which keeps
+// the new ref blob (Leases.StoreRef; docs/design.md "Repin and fork":
+// nothing in containerd changes but that blob). runtime/containerd
+// implements it against a daemon and host/memhost in memory.
 type RepinHost interface {
-	// Host returns the daemon's identity and facts (the --host-id
-	// override included).
-	Host(ctx context.Context) (snapshot.Host, error)
-	// StoreRef stores a ref file's bytes as a blob under run's run lease
-	// (created when missing). Storing bytes already stored is no error.
-	StoreRef(ctx context.Context, run string, ref []byte) error
-	// ReadBlob returns the bytes of the small blob d, checked against d;
-	// errdefs.ErrNotFound when it is absent.
-	ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error)
+	host.Info
+	host.Content
+	host.Leases
 }
 
 // RepinRequest is the input of Repin (docs/design.md "Repin and fork").
@@ -170,7 +167,7 @@ func Repin(ctx context.Context, h RepinHost, l ledger.Ledger, req RepinRequest) 
 		}
 		return nil, refuse(CheckRepin, ClassClaimConflict, err)
 	}
-	host, err := h.Host(ctx)
+	self, err := h.Host(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: host identity: %w", CheckRepin, err)
 	}
@@ -179,7 +176,7 @@ func Repin(ctx context.Context, h RepinHost, l ledger.Ledger, req RepinRequest) 
 	next.Generation, next.Parent = gen, parent
 	next.Ancestors = snapshot.NextAncestors(ref, parent)
 	next.Core, next.Manifest, next.Pinned, next.Lockfile = m.Core, m.Address, true, m.Lockfile
-	next.Host = host
+	next.Host = self
 	next.Fence = max(rec.Fence, 1)
 	next.KeptRunning = false
 	next.Created = t.Format(time.RFC3339)

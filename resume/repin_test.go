@@ -7,87 +7,35 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // unpinnedConfig is a declaration whose only unpinned member is its image.
 const unpinnedConfig = `{"image": "busybox:1", "containerEnv": {"LANG": "C.UTF-8"}, "remoteUser": "vscode"}`
 
-// opHost is the in-memory host of the repin and fork tests: resume/fake's
-// Facts and Materializer (identity, blob sizes, spec, ref blobs by run)
-// with the leases a fork fills recorded.
-type opHost struct {
-	*fake.Facts
-	*fake.Materializer
-
-	mu    sync.Mutex
-	held  map[string][]digest.Digest // lease → blobs AddToLease made it hold
-	bases map[string]snapshot.Base   // lease → base HoldBase made it hold
-	refs  map[digest.Digest][]byte   // the ref blobs StoreRef stored
+// opHost is the in-memory host of the repin and fork tests: the
+// fixture's memhost, in namespace sandbox-resume.
+func newOpHost(m *memhost.Machine) *memhost.Machine {
+	m.SetNamespace("sandbox-resume")
+	return m
 }
 
 var (
-	_ resume.RepinHost = (*opHost)(nil)
-	_ resume.ForkHost  = (*opHost)(nil)
+	_ resume.RepinHost = (*memhost.Machine)(nil)
+	_ resume.ForkHost  = (*memhost.Machine)(nil)
 )
-
-func newOpHost(f *fake.Facts) *opHost {
-	f.SetNamespace("sandbox-resume")
-	return &opHost{Facts: f, Materializer: fake.NewMaterializer(f), held: map[string][]digest.Digest{}, bases: map[string]snapshot.Base{}, refs: map[digest.Digest][]byte{}}
-}
-
-func (h *opHost) AddToLease(_ context.Context, lease string, blobs ...digest.Digest) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, b := range blobs {
-		if !slices.Contains(h.held[lease], b) {
-			h.held[lease] = append(h.held[lease], b)
-		}
-	}
-	return nil
-}
-
-func (h *opHost) HoldBase(_ context.Context, lease string, base snapshot.Base) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.bases[lease] = base
-	return nil
-}
-
-func (h *opHost) StoreRef(ctx context.Context, run string, ref []byte) error {
-	h.mu.Lock()
-	h.refs[digest.FromBytes(ref)] = slices.Clone(ref)
-	h.mu.Unlock()
-	return h.Materializer.StoreRef(ctx, run, ref)
-}
-
-func (h *opHost) ReadBlob(_ context.Context, d digest.Digest) ([]byte, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if b, ok := h.refs[d]; ok {
-		return slices.Clone(b), nil
-	}
-	return nil, fmt.Errorf("blob %s: %w", d, errdefs.ErrNotFound)
-}
-
-func (h *opHost) DeleteContainer(ctx context.Context, id string) error {
-	return h.Materializer.DeleteContainer(ctx, id)
-}
 
 // suspendedFixture is the fixture's generation 1 of unpinnedConfig,
 // recorded suspended in its ledger, and its ref file.
@@ -181,7 +129,7 @@ func TestRepin(t *testing.T) {
 	if rec2, _ := fx.ledger.Get(context.Background(), testRun); rec2.Updated != rec.Updated || rec2.Generation != 2 {
 		t.Errorf("the rerun changed the record: %v", rec2)
 	}
-	h.refs = map[digest.Digest][]byte{} // the blob is gone: nothing to finish from
+	h.DeleteBlob(res.Digest) // the blob is gone: nothing to finish from
 	_, err = resume.Repin(context.Background(), h, fx.ledger, repinRequest(fx, g1, pinnedConfig(pinned)))
 	wantCheckError(t, err, resume.ClassClaimConflict, "generation 2 is recorded")
 }

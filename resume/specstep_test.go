@@ -11,9 +11,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -47,7 +47,7 @@ const recordedSpec = `{
 }`
 
 // specFixture is a materializable /2 fixture recording recordedSpec.
-func specFixture(t *testing.T) (*fixture, *fake.Materializer) {
+func specFixture(t *testing.T) (*fixture, *memhost.Machine) {
 	t.Helper()
 	fx, m := materializable(t, baseConfig)
 	fx.setSpec(recordedSpec)
@@ -91,7 +91,7 @@ func TestResumeFromRecordedSpec(t *testing.T) {
 		t.Errorf("notApplied %v, want %v", v.NotApplied, want)
 	}
 	id := resume.DefaultContainerID(testRun, 1)
-	c, ok := m.Container(id)
+	c, ok := m.Incarnation(id)
 	if !ok {
 		t.Fatalf("no container %s", id)
 	}
@@ -249,7 +249,7 @@ func TestOfferedSpecIsCreated(t *testing.T) {
 	if want := []string{"/process/terminal"}; !slices.Equal(v.NotApplied, want) {
 		t.Errorf("notApplied %v, want %v", v.NotApplied, want)
 	}
-	c, _ := m.Container("offered")
+	c, _ := m.Incarnation("offered")
 	for _, want := range []string{hostB, `"path": "/var/run/netns/new"`, `"terminal":false`, `"cgroupsPath":"system.slice:sr:offered"`} {
 		if !strings.Contains(string(c.Spec.Spec), want) {
 			t.Errorf("created spec lacks %s:\n%s", want, c.Spec.Spec)

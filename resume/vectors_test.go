@@ -93,7 +93,7 @@ func TestResumeV1Ref(t *testing.T) {
 	}
 	v := resumeWith(fx, m, resume.ResumeOptions{})
 	wantVerdict(t, v, 0, "", "")
-	c, ok := m.Container(v.Container)
+	c, ok := m.Incarnation(v.Container)
 	if !ok || len(c.Spec.Layers) != 1 || c.Spec.Layers[0] != fx.ref.Layers[0] {
 		t.Fatalf("container %q: %+v", v.Container, c)
 	}

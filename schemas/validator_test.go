@@ -29,11 +29,11 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -1001,7 +1001,7 @@ func TestStockValidatorAgreesInProcess(t *testing.T) {
 // Without it the C7 parts still run.
 func sharedAvailable() bool { return testenv.HasShared() }
 
-// verdictFixtures runs resume.Decide against the in-memory fake for one
+// verdictFixtures runs resume.Decide against the in-memory host for one
 // accepted run and one run per refusal it can produce without a daemon,
 // and returns each verdict's JSON.
 func verdictFixtures(t *testing.T) map[string][]byte {
@@ -1029,10 +1029,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 		record func(l *lfake.Ledger, ref digest.Digest)
 	}
 	run := func(s setup) []byte {
-		facts, err := fake.NewFacts(host)
-		if err != nil {
-			t.Fatal(err)
-		}
+		facts := memhost.New(host)
 		dir := t.TempDir()
 		cfgPath := filepath.Join(dir, "devcontainer.json")
 		layer := facts.PutBlob([]byte("base layer"))
@@ -1086,10 +1083,7 @@ func verdictFixtures(t *testing.T) map[string][]byte {
 			}
 		}
 		if s.noImage {
-			facts, err = fake.NewFacts(host)
-			if err != nil {
-				t.Fatal(err)
-			}
+			facts = memhost.New(host)
 		}
 		offered := config
 		if s.offered != "" {

@@ -30,10 +30,11 @@
 // daemon's apply, which computes the diffID as it extracts and commits
 // nothing under another (docs/design.md "Materialize").
 //
-// # Seams
+// # The host seam
 //
-// Capturer is what suspending a run (snapshot/suspend) needs of
-// containerd; runtime/containerd implements it against a daemon,
-// snapshot/fake in memory, and snapshot/capturertest is the conformance
-// suite both run.
+// What suspend, resume and migrate need of containerd is the host
+// package's: small role interfaces over this package's types (Container,
+// Lease, Base, Layer, Host), which runtime/containerd implements against a
+// daemon and host/memhost in memory; host/hosttest is the conformance
+// suite both pass.
 package snapshot

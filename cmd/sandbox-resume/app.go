@@ -12,31 +12,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
-	"github.com/sandbox-resume/sandbox-resume/migrate"
-	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
-	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Runtime is what the commands need of a containerd daemon: the seams the
-// libraries declare, composed (docs/design.md "Layout", "Seams, fakes and
-// conformance suites") — resume's Facts, Materializer and RunHost,
-// snapshot's Capturer and migrate's Store — plus a registry transport for
-// push and pull. runtime/containerd's *Runtime is the one implementation
-// outside tests; the command tests compose the libraries' fakes.
+// Runtime is what the commands need of a containerd daemon: the one
+// container-host seam, host.Host (docs/design.md "Layout"), whose roles
+// suspend, resume and migrate compose, plus a registry transport for push
+// and pull. runtime/containerd's *Runtime is the one implementation
+// outside tests; the command tests use host/memhost.
 type Runtime interface {
-	resume.Facts
-	resume.Materializer
-	resume.RunHost
-	snapshot.Capturer
-	migrate.Store
+	host.Host
 	// Registry returns the registry transport of push and pull over this
 	// runtime's content store, reaching registries through t
 	// (containerd.NewTransport: credentials, CA, retries).
-	Registry(t *containerd.Transport) migrate.Registry
+	Registry(t *containerd.Transport) host.Registry
 	io.Closer
 }
 

@@ -12,11 +12,11 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
-	mfake "github.com/sandbox-resume/sandbox-resume/migrate/fake"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/suspend"
+	"github.com/sandbox-resume/sandbox-resume/suspend"
 )
 
 // The golden transcripts: every command over the fakes (world_test.go),
@@ -152,7 +152,7 @@ func TestSuspendGolden(t *testing.T) {
 				if code != 0 || err != nil || rec.State != ledger.StateSuspended || rec.Ref != digest.FromBytes(w.read(testRefFile)) {
 					t.Errorf("exit %d; record %+v, %v", code, rec, err)
 				}
-				if c, err := w.rt.Capturer.Container(context.Background(), "box-1"); err != nil || c.Task == snapshot.TaskRunning {
+				if c, err := w.rt.Container(context.Background(), "box-1"); err != nil || c.Task == snapshot.TaskRunning {
 					t.Errorf("box-1 after suspend: %+v, %v", c, err)
 				}
 				if w.connected == nil || w.connected.namespace != "sandbox-resume" || w.opened == nil {
@@ -170,7 +170,7 @@ func TestSuspendGolden(t *testing.T) {
 		goldenCase{args: []string{"suspend", "--container", "box-1", "--config", testConfFile, "--key", testKeyFile, "--out", "g2.ref.json"},
 			setup: func(w *world) {
 				setup(w)
-				if _, err := suspend.Run(context.Background(), w.rt.Capturer, w.l, suspend.Request{ContainerID: "box-1", ConfigPath: testConfFile,
+				if _, err := suspend.Run(context.Background(), w.rt.Machine, w.l, suspend.Request{ContainerID: "box-1", ConfigPath: testConfFile,
 					Run: testRunID, Keys: []crypto.Signer{testKey()}, Out: "g1.ref.json", KeepRunning: true, Policy: []string{},
 					Now: func() time.Time { return time.Date(2026, 11, 30, 16, 45, 0, 0, time.UTC) }, Rand: testRandom()}); err != nil {
 					w.t.Fatal(err)
@@ -220,7 +220,7 @@ func TestResumeGolden(t *testing.T) {
 		}},
 		goldenCase{args: args("--start"), setup: setup, check: func(t *testing.T, w *world, code int) {
 			rec, _ := w.l.Get(context.Background(), testRunID)
-			c, ok := w.rt.Materializer.Container(resumeContainer)
+			c, ok := w.rt.Incarnation(resumeContainer)
 			if code != 0 || rec.State != ledger.StateLive || !ok || c.Pid == 0 || rec.Holder == nil || rec.Holder.ID != resumeContainer {
 				t.Errorf("exit %d; record %+v; container %+v (%t)", code, rec, c, ok)
 			}
@@ -366,7 +366,7 @@ func TestDiscardGolden(t *testing.T) {
 // exported writes run.tar: r exported from a store of its own.
 func exported(t *testing.T, w *world, r *suspendedRun) {
 	t.Helper()
-	src := mfake.New()
+	src := memhost.New(testHost())
 	for _, b := range r.blobs {
 		src.Put(b)
 	}
@@ -389,7 +389,7 @@ func TestExportImportGolden(t *testing.T) {
 		goldenCase{args: []string{"export", "--ref", testRefFile, "--out", "run.tar"}, setup: func(w *world) {
 			files(w, r)
 			w.withStore(r)
-			w.rt.Delete(r.ref.Layers[0].Digest)
+			w.rt.DeleteBlob(r.ref.Layers[0].Digest)
 		}},
 		goldenCase{args: []string{"export", "--ref", "absent.json", "--out", "run.tar"}},
 	)
@@ -397,7 +397,7 @@ func TestExportImportGolden(t *testing.T) {
 		goldenCase{args: []string{"import", "run.tar", "--trust", testPubFile, "--out", "imported.ref.json"}, setup: func(w *world) {
 			files(w, nil)
 			exported(t, w, r)
-			w.rt.Store = mfake.New()
+			w.rt.Machine = memhost.New(testHost())
 		}, check: func(t *testing.T, w *world, _ int) {
 			if string(w.read("imported.ref.json")) != string(r.refFile) {
 				t.Error("import wrote another ref file")
@@ -406,7 +406,7 @@ func TestExportImportGolden(t *testing.T) {
 		goldenCase{args: []string{"import", "run.tar", "--trust", "other.pub"}, setup: func(w *world) {
 			files(w, nil)
 			exported(t, w, r)
-			w.rt.Store = mfake.New()
+			w.rt.Machine = memhost.New(testHost())
 			w.writeKeyPair("other", namedKey("other"))
 		}},
 		goldenCase{args: []string{"import", "run.tar"}},
@@ -435,11 +435,11 @@ func TestPushPullGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := migrate.Push(context.Background(), w.rt.Store, w.rt.registry, r.refFile, target); err != nil {
+		if _, err := migrate.Push(context.Background(), w.rt.Machine, w.rt.registry, r.refFile, target); err != nil {
 			t.Fatal(err)
 		}
-		w.rt.Store = mfake.New() // the other host's
-		w.rt.registry.Local = w.rt.Store
+		w.rt.Machine = memhost.New(testHost()) // the other host's
+		w.rt.registry.Local = w.rt.Machine
 	}
 	golden(t, "pull",
 		goldenCase{args: []string{"pull", "--trust", testPubFile, "--out", "pulled.ref.json", "127.0.0.1:5000/runs:demo-1.g1"}, setup: pushed},

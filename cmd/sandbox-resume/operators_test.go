@@ -85,22 +85,12 @@ func TestRepinGolden(t *testing.T) {
 	)
 }
 
-// forkSetup is r's world with its blobs in every fake a fork reaches and
-// the new run's lease ready in the two fakes that keep leases apart
-// (snapshot/fake's HoldBase, migrate/fake's AddToLease).
-func forkSetup(r *suspendedRun, as string) func(w *world) {
+// forkSetup is r's world with r's blobs and image on its host and r
+// recorded suspended.
+func forkSetup(r *suspendedRun) func(w *world) {
 	return func(w *world) {
 		files(w, r)
 		w.withFacts(r)
-		w.withCapturer(r)
-		w.withStore(r)
-		lease := snapshot.RunLease(as)
-		if err := w.rt.Capturer.CreateLease(context.Background(), lease, nil); err != nil {
-			w.t.Fatal(err)
-		}
-		if err := w.rt.Store.CreateLease(context.Background(), lease, nil); err != nil {
-			w.t.Fatal(err)
-		}
 		suspendedWithUID(w, r)
 	}
 }
@@ -109,13 +99,13 @@ func TestForkGolden(t *testing.T) {
 	r := newSuspendedRun(t)
 	args := []string{"fork", "--ref", testRefFile, "--trust", testPubFile, "--as", "demo-2", "--key", testKeyFile}
 	forked := func(w *world) {
-		forkSetup(r, "demo-2")(w)
+		forkSetup(r)(w)
 		if code, _, stderr := w.run(args...); code != 0 {
 			w.t.Fatalf("fork: exit %d: %s", code, stderr)
 		}
 	}
 	golden(t, "fork",
-		goldenCase{args: args, setup: forkSetup(r, "demo-2"), check: func(t *testing.T, w *world, code int) {
+		goldenCase{args: args, setup: forkSetup(r), check: func(t *testing.T, w *world, code int) {
 			rec, err := w.l.Get(context.Background(), "demo-2")
 			if code != 0 || err != nil || rec.Generation != 1 || rec.ForkedFrom == nil || rec.ForkedFrom.Run != testRunID || rec.RunUID == testRunUID {
 				t.Errorf("fork: exit %d, record %+v (%v)", code, rec, err)
@@ -127,10 +117,16 @@ func TestForkGolden(t *testing.T) {
 			if err != nil || ref.ForkedFrom == nil || ref.ForkedFrom.Ref != digest.FromBytes(r.refFile) {
 				t.Errorf("the fork's ref %+v (%v)", ref, err)
 			}
+			lease := snapshot.RunLease("demo-2")
+			for _, d := range []digest.Digest{r.ref.Layers[0].Digest, r.ref.Spec.Digest, r.manifest.Digest, digest.FromBytes(w.read("demo-2.g1.ref.json"))} {
+				if !w.rt.Holds(lease, d) {
+					t.Errorf("the fork's lease %s does not hold %s", lease, d)
+				}
+			}
 		}},
-		goldenCase{args: append(args, "--with-memory"), setup: forkSetup(r, "demo-2")},
+		goldenCase{args: append(args, "--with-memory"), setup: forkSetup(r)},
 		goldenCase{args: args, setup: func(w *world) {
-			forkSetup(r, "demo-2")(w)
+			forkSetup(r)(w)
 			_, err := w.l.Suspended(context.Background(), ledger.SuspendRequest{Run: "demo-2", Generation: 1, Ref: digest.FromString("x"),
 				Container: ledger.Container{Host: testHostID, Namespace: "sandbox-resume", ID: "box-2"}, Created: time.Unix(0, 0)})
 			if err != nil {
@@ -138,10 +134,9 @@ func TestForkGolden(t *testing.T) {
 			}
 		}},
 		goldenCase{args: []string{"fork", "--ref", "memory.ref.json", "--trust", testPubFile, "--as", "demo-2", "--key", testKeyFile, "--with-memory"}, setup: func(w *world) {
-			forkSetup(r, "demo-2")(w)
+			forkSetup(r)(w)
 			w.write("memory.ref.json", string(memoryRef(t, r)))
-			w.rt.Facts.PutBlob(memoryImage)
-			w.rt.Store.Put(memoryImage)
+			w.rt.PutBlob(memoryImage)
 		}, check: func(t *testing.T, w *world, code int) {
 			ref, err := snapshot.OpenRefUnsafe(w.read("demo-2.g1.ref.json"))
 			if code != 0 || err != nil || ref.Memory == nil {
@@ -149,11 +144,11 @@ func TestForkGolden(t *testing.T) {
 			}
 		}},
 		goldenCase{args: []string{"fork", "--ref", "memory.ref.json", "--trust", testPubFile, "--as", "demo-2", "--key", testKeyFile}, setup: func(w *world) {
-			forkSetup(r, "demo-2")(w)
+			forkSetup(r)(w)
 			w.write("memory.ref.json", string(memoryRef(t, r)))
 		}},
-		goldenCase{args: []string{"fork", "--ref", testRefFile, "--trust", testPubFile, "--as", "Demo 2", "--key", testKeyFile}, setup: forkSetup(r, "demo-2")},
-		goldenCase{args: []string{"fork", "--ref", testRefFile, "--trust", testPubFile, "--as", testRunID, "--key", testKeyFile}, setup: forkSetup(r, testRunID)},
+		goldenCase{args: []string{"fork", "--ref", testRefFile, "--trust", testPubFile, "--as", "Demo 2", "--key", testKeyFile}, setup: forkSetup(r)},
+		goldenCase{args: []string{"fork", "--ref", testRefFile, "--trust", testPubFile, "--as", testRunID, "--key", testKeyFile}, setup: forkSetup(r)},
 		// Lineage both ways: the source lists its forks, the fork names its
 		// source.
 		goldenCase{args: []string{"runs", "--run", testRunID}, setup: forked},
@@ -216,7 +211,7 @@ func TestInspectSpecGolden(t *testing.T) {
 		goldenCase{args: []string{"inspect", "--address", "/run/c.sock", testRefFile}, setup: func(w *world) {
 			files(w, r)
 			w.withFacts(r)
-			w.rt.Facts.DeleteBlob(r.ref.Spec.Digest)
+			w.rt.DeleteBlob(r.ref.Spec.Digest)
 		}},
 		// The memory summary and decoded runtime options need no daemon.
 		goldenCase{args: []string{"inspect", "memory.ref.json"}, setup: func(w *world) {

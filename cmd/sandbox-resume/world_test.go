@@ -27,16 +27,13 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
-	"github.com/sandbox-resume/sandbox-resume/migrate"
-	mfake "github.com/sandbox-resume/sandbox-resume/migrate/fake"
-	"github.com/sandbox-resume/sandbox-resume/resume"
-	rfake "github.com/sandbox-resume/sandbox-resume/resume/fake"
 	"github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	sfake "github.com/sandbox-resume/sandbox-resume/snapshot/fake"
 )
 
 // update rewrites what the tests compare against: docs/ (TestDocs) and
@@ -71,19 +68,11 @@ func namedKey(name string) ed25519.PrivateKey {
 	return ed25519.NewKeyFromSeed(seed[:])
 }
 
-// fakeRuntime is the Runtime of the command tests: the libraries' fakes
-// composed — resume/fake (Facts, and its Materializer, which is also the
-// RunHost of discard), snapshot/fake (Capturer) and migrate/fake (Store,
-// Registry). A test sets the fakes its command reaches and leaves the
-// others nil. Where two fakes offer the same method, the explicit methods
-// below choose: the Capturer before the Facts and the Store, the
-// Materializer before the Capturer.
+// fakeRuntime is the Runtime of the command tests: one in-memory host
+// (host/memhost) that every command reaches, and a registry over it.
 type fakeRuntime struct {
-	*rfake.Facts
-	*rfake.Materializer
-	*sfake.Capturer
-	*mfake.Store
-	registry *mfake.Registry
+	*memhost.Machine
+	registry *memhost.Registry
 
 	mu     sync.Mutex
 	closed bool
@@ -91,89 +80,7 @@ type fakeRuntime struct {
 
 var _ Runtime = (*fakeRuntime)(nil)
 
-func (f *fakeRuntime) Host(ctx context.Context) (snapshot.Host, error) {
-	if f.Capturer != nil {
-		return f.Capturer.Host(ctx)
-	}
-	return f.Facts.Host(ctx)
-}
-
-func (f *fakeRuntime) ResolveImage(ctx context.Context, ref string) (snapshot.Base, error) {
-	if f.Capturer != nil {
-		return f.Capturer.ResolveImage(ctx, ref)
-	}
-	return f.Facts.ResolveImage(ctx, ref)
-}
-
-func (f *fakeRuntime) ImageLabels(ctx context.Context, config digest.Digest) (map[string]string, error) {
-	if f.Capturer != nil {
-		return f.Capturer.ImageLabels(ctx, config)
-	}
-	return f.Facts.ImageLabels(ctx, config)
-}
-
-func (f *fakeRuntime) BlobSize(ctx context.Context, d digest.Digest) (int64, error) {
-	if f.Facts != nil {
-		return f.Facts.BlobSize(ctx, d)
-	}
-	return f.Store.BlobSize(ctx, d)
-}
-
-func (f *fakeRuntime) MissingContent(ctx context.Context, manifest digest.Digest) ([]digest.Digest, error) {
-	if f.Facts != nil {
-		return f.Facts.MissingContent(ctx, manifest)
-	}
-	return f.Store.MissingContent(ctx, manifest)
-}
-
-func (f *fakeRuntime) ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error) {
-	if f.Capturer != nil {
-		return f.Capturer.ReadBlob(ctx, d)
-	}
-	return f.Store.ReadBlob(ctx, d)
-}
-
-func (f *fakeRuntime) WriteBlob(ctx context.Context, lease, ref, mediaType string, data []byte) (ocispec.Descriptor, error) {
-	if f.Capturer != nil {
-		return f.Capturer.WriteBlob(ctx, lease, ref, mediaType, data)
-	}
-	return f.Store.WriteBlob(ctx, lease, ref, mediaType, data)
-}
-
-func (f *fakeRuntime) CreateLease(ctx context.Context, id string, labels map[string]string) error {
-	if f.Capturer != nil {
-		return f.Capturer.CreateLease(ctx, id, labels)
-	}
-	return f.Store.CreateLease(ctx, id, labels)
-}
-
-func (f *fakeRuntime) DeleteLease(ctx context.Context, id string) error {
-	if f.Materializer != nil {
-		return f.Materializer.DeleteLease(ctx, id)
-	}
-	return f.Capturer.DeleteLease(ctx, id)
-}
-
-func (f *fakeRuntime) DeleteContainer(ctx context.Context, id string) error {
-	if f.Materializer != nil {
-		return f.Materializer.DeleteContainer(ctx, id)
-	}
-	return f.Capturer.DeleteContainer(ctx, id)
-}
-
-func (f *fakeRuntime) LegacyClaim(ctx context.Context, run string) (*resume.LegacyClaim, error) {
-	return f.Facts.LegacyClaim(ctx, run)
-}
-
-func (f *fakeRuntime) Container(ctx context.Context, id string) (snapshot.Container, error) {
-	return f.Capturer.Container(ctx, id)
-}
-
-func (f *fakeRuntime) StopTask(ctx context.Context, id string) error {
-	return f.Capturer.StopTask(ctx, id)
-}
-
-func (f *fakeRuntime) Registry(*containerd.Transport) migrate.Registry { return f.registry }
+func (f *fakeRuntime) Registry(*containerd.Transport) host.Registry { return f.registry }
 
 func (f *fakeRuntime) Close() error {
 	f.mu.Lock()
@@ -216,7 +123,8 @@ type world struct {
 // relative and the transcripts do not depend on where the test runs).
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{t: t, dir: t.TempDir(), rt: &fakeRuntime{}, clock: time.Date(2026, 11, 30, 17, 0, 0, 0, time.UTC)}
+	h := memhost.New(testHost())
+	w := &world{t: t, dir: t.TempDir(), rt: &fakeRuntime{Machine: h, registry: memhost.NewRegistry(h)}, clock: time.Date(2026, 11, 30, 17, 0, 0, 0, time.UTC)}
 	t.Chdir(w.dir)
 	w.l = &testLedger{Ledger: lfake.New(lfake.WithClock(w.now))}
 	return w
@@ -388,14 +296,11 @@ func (r *suspendedRun) base() snapshot.Base {
 		Platform: "linux/amd64", DiffIDs: cfg.RootFS.DiffIDs}
 }
 
-// withFacts gives w a resume/fake Facts and Materializer holding r's
-// blobs and image.
+// withFacts gives w's host r's blobs and image (by its manifest), in
+// namespace sandbox-resume.
 func (w *world) withFacts(r *suspendedRun) *world {
 	w.t.Helper()
-	f, err := rfake.NewFacts(testHost())
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	f := w.rt.Machine
 	f.SetNamespace("sandbox-resume")
 	for _, b := range r.blobs {
 		f.PutBlob(b)
@@ -404,42 +309,37 @@ func (w *world) withFacts(r *suspendedRun) *world {
 		w.t.Fatal(err)
 	}
 	// The resumer of a claim this test process made is alive; no other is.
-	f.SetResumerAlive(func(h ledger.Holder) bool { return h.PID == os.Getpid() })
-	w.rt.Facts, w.rt.Materializer = f, rfake.NewMaterializer(f)
+	f.SetResumerAlive(func(pid int, _, _ string) bool { return pid == os.Getpid() })
 	return w
 }
 
-// withCapturer gives w a snapshot/fake Capturer with r's image and a
-// running container box-1 of it.
+// withCapturer gives w's host r's image and a running container box-1 of
+// it.
 func (w *world) withCapturer(r *suspendedRun) *world {
-	c := sfake.New(testHost())
+	c := w.rt.Machine
 	var layers []digest.Digest
 	var mf ocispec.Manifest
 	_ = json.Unmarshal(r.blobs[r.manifest.Digest], &mf)
 	for _, l := range mf.Layers {
 		layers = append(layers, l.Digest)
 	}
-	c.AddImage(sfake.Image{Base: r.base(), Layers: layers})
+	c.AddImage(memhost.Image{Base: r.base(), Layers: layers})
 	// The runtime created box-1 as the declaration says: LANG is in its
 	// spec's environment (suspend checks it).
-	c.AddContainer(sfake.Container{ID: "box-1", Image: testImage, Task: snapshot.TaskRunning,
+	c.AddContainer(memhost.Container{ID: "box-1", Image: testImage, Task: snapshot.TaskRunning,
 		Files:   map[string][]byte{"/home/vscode/notes.txt": []byte("work in progress\n")},
 		Runtime: snapshot.Runtime{Name: "io.containerd.runc.v2"},
 		Spec: []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/","env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"],` +
 			`"user":{"uid":0,"gid":0}},"root":{"path":"rootfs"},"hostname":"box-1","mounts":[{"destination":"/proc","type":"proc","source":"proc"}],` +
 			`"linux":{"namespaces":[{"type":"pid"},{"type":"mount"}]}}`)})
-	w.rt.Capturer = c
 	return w
 }
 
-// withStore gives w a migrate/fake Store holding r's blobs (and a
-// registry over it).
+// withStore gives w's host r's blobs (and the registry over it).
 func (w *world) withStore(r *suspendedRun) *world {
-	s := mfake.New()
 	for _, b := range r.blobs {
-		s.Put(b)
+		w.rt.Put(b)
 	}
-	w.rt.Store, w.rt.registry = s, mfake.NewRegistry(s)
 	return w
 }
 

@@ -1,8 +1,10 @@
 // Package depcheck checks the import rules of docs/design.md "Layout"
 // over the package graph `go list -deps` reports: the dependency
-// direction between the packages of sandbox-resume (items 1–8), what the
+// direction between the packages of sandbox-resume (items 1–9), what the
 // deciding packages may never reach (the containerd client module, etcd,
-// bbolt, cobra), what adapters may not import, and that nothing outside
+// bbolt, cobra, oras, grpc, zap), what adapters may not import, that
+// fakes, suites and the testkit stay in tests and examples, that the
+// binary links none of them and no "testing", and that nothing outside
 // test/ imports test/. Its test runs the check on this module as it is,
 // and with forbidden imports planted through go list's -overlay.
 package depcheck
@@ -70,11 +72,11 @@ type Kind int
 
 // The kinds of package.
 const (
-	// Library: a package of items 1–6 — a deciding package.
+	// Library: a package of items 1–7 — a deciding package.
 	Library Kind = iota
-	// Adapter: runtime/containerd, ledger/bolt, ledger/etcd (item 7).
+	// Adapter: runtime/containerd, ledger/bolt, ledger/etcd (item 8).
 	Adapter
-	// Command: cmd/sandbox-resume (item 8), and the programs under
+	// Command: cmd/sandbox-resume (item 9), and the programs under
 	// examples/ and bench/, which the layout does not list: they may
 	// import anything but test/.
 	Command
@@ -83,7 +85,7 @@ const (
 )
 
 // Place is where a package stands in the layout: its item (docs/design.md
-// "Layout", dependency direction 1–8), its family (packages of one item
+// "Layout", dependency direction 1–9), its family (packages of one item
 // that may import each other: a package with its fake and its conformance
 // suite) and its kind.
 type Place struct {
@@ -94,9 +96,11 @@ type Place struct {
 
 // Layout places the packages of the module, by path relative to Module; a
 // package takes the place of its longest listed prefix (so ledger/bolt's
-// own subpackages are ledger/bolt). The ledger packages are placed before
-// they exist so that the rules hold when they appear.
+// own subpackages are ledger/bolt, suspend/suspendtest is suspend's).
+// Packages the layout names before they exist (errdef, runspec,
+// envmanifest/adopt) are placed so that the rules hold when they appear.
 var Layout = map[string]Place{
+	// 1: machinery and errdef.
 	"internal/strictjson": {1, "internal/strictjson", Library},
 	"internal/exitcode":   {1, "internal/exitcode", Library},
 	"internal/atomicfile": {1, "internal/atomicfile", Library},
@@ -104,66 +108,73 @@ var Layout = map[string]Place{
 	// "Hardening", "Bounded reads").
 	"internal/inputfile":  {1, "internal/inputfile", Library},
 	"internal/faultpoint": {1, "internal/faultpoint", Library},
-	// testimage builds OCI images in memory for fakes, suites and the
-	// harness; it imports nothing of ours.
+	"internal/procfs":     {1, "internal/procfs", Library},
+	"internal/depcheck":   {1, "internal/depcheck", Library},
+	"errdef":              {1, "errdef", Library},
+	// The testkit (test support only, TestSupport): testimage builds OCI
+	// images in memory for the in-memory host, the suites and the
+	// harness; testenv decides skip or fail for a missing prerequisite
+	// and gives the random trials their seed. They import nothing of
+	// ours.
 	"internal/testimage": {1, "internal/testimage", Library},
-	// testenv decides skip or fail for a missing prerequisite and gives
-	// the random trials their seed; tests and conformance suites import it.
-	"internal/testenv":  {1, "internal/testenv", Library},
-	"internal/depcheck": {1, "internal/depcheck", Library},
+	"internal/testenv":   {1, "internal/testenv", Library},
+	"internal/testkit":   {1, "internal/testkit", Library},
 
-	// envelope: strictjson and JCS (and the atomic writer, for key files).
 	"envelope":    {2, "envelope", Library},
 	"envmanifest": {3, "envmanifest", Library},
+	"snapshot":    {4, "snapshot", Library},
 
-	"snapshot":      {4, "snapshot", Library},
-	"snapshot/fake": {4, "snapshot", Library},
+	// 5: the host seam and the run ledger, each with its in-memory
+	// implementation and its suite.
+	"host":   {5, "host", Library},
+	"ledger": {5, "ledger", Library},
 
-	"ledger":            {5, "ledger", Library},
-	"ledger/fake":       {5, "ledger", Library},
-	"ledger/ledgertest": {5, "ledger", Library},
-
-	// runspec and envmanifest/adopt (docs/design.md "Layout": after host
-	// and ledger, before suspend, resume and migrate): placed at item 6,
-	// so they import only items 1–5 and never resume, suspend or migrate;
-	// resume imports runspec through extra.
 	"runspec":           {6, "runspec", Library},
 	"envmanifest/adopt": {6, "envmanifest/adopt", Library},
 
-	"migrate":                 {6, "migrate", Library},
-	"migrate/fake":            {6, "migrate", Library},
-	"snapshot/suspend":        {6, "suspend", Library},
-	"snapshot/capturertest":   {6, "suspend", Library}, // the Capturer suite runs suspend
-	"resume":                  {6, "resume", Library},
-	"resume/fake":             {6, "resume", Library},
-	"resume/facttest":         {6, "resume", Library},
-	"resume/materializertest": {6, "resume", Library},
-	// schemas: items 1–4 and, for the verdict's schema, resume's types
-	// (docs/design.md lists items 1–4 only; the verdict schema is
-	// generated from resume.Verdict).
-	"schemas": {6, "schemas", Library},
+	"suspend": {7, "suspend", Library},
+	"resume":  {7, "resume", Library},
+	"migrate": {7, "migrate", Library},
+	// schemas: the verdict's schema is generated from resume.Verdict
+	// (extra).
+	"schemas": {7, "schemas", Library},
 
-	"runtime/containerd": {7, "runtime/containerd", Adapter},
-	"ledger/bolt":        {7, "ledger/bolt", Adapter},
-	"ledger/etcd":        {7, "ledger/etcd", Adapter},
+	"runtime/containerd": {8, "runtime/containerd", Adapter},
+	"ledger/bolt":        {8, "ledger/bolt", Adapter},
+	"ledger/etcd":        {8, "ledger/etcd", Adapter},
 
-	"cmd":      {8, "cmd", Command},
-	"examples": {8, "examples", Command},
-	"bench":    {8, "bench", Command},
-	"test":     {9, "test", Test},
+	"cmd":      {9, "cmd", Command},
+	"examples": {9, "examples", Command},
+	"bench":    {9, "bench", Command},
+	"test":     {10, "test", Test},
 }
 
 // extra lists what a package may import beyond earlier items and its own
-// family: adapters import the packages whose seams they implement, schemas
-// imports resume for the verdict's types, resume imports runspec (the spec
-// policy check 10 runs).
+// family: schemas imports resume for the verdict's types.
 var extra = map[string][]string{
-	"runtime/containerd": {"resume", "migrate"},
-	"ledger/bolt":        {"resume", "migrate"},
-	"ledger/etcd":        {"resume", "migrate"},
-	"schemas":            {"resume"},
-	"resume":             {"runspec"},
+	"schemas": {"resume"},
 }
+
+// TestSupport reports whether the package p (path relative to Module) is
+// test support: a fake (…/fake), a conformance suite (a last element
+// ending in "test": ledgertest, hosttest, suspendtest), the in-memory host
+// (host/memhost) or the testkit (internal/testkit, internal/testimage,
+// internal/testenv). Only tests and examples import them (docs/design.md
+// "Layout").
+func TestSupport(p string) bool {
+	last := p[strings.LastIndex(p, "/")+1:]
+	switch {
+	case last == "fake", strings.HasSuffix(last, "test"), within(p, "host/memhost"):
+		return true
+	case within(p, "internal/testkit"), within(p, "internal/testimage"), within(p, "internal/testenv"):
+		return true
+	}
+	return false
+}
+
+// Binary is the program whose dependencies may hold no test support and
+// no "testing" (docs/design.md "Layout": the binary links none of them).
+const Binary = "cmd/sandbox-resume"
 
 // Forbidden are the module paths (with everything under them) that no
 // deciding package may reach, even through another package.
@@ -172,6 +183,9 @@ var Forbidden = []string{
 	"go.etcd.io/etcd",
 	"go.etcd.io/bbolt",
 	"github.com/spf13/cobra",
+	"oras.land/oras-go",
+	"google.golang.org/grpc",
+	"go.uber.org/zap",
 }
 
 // Violation is one import the rules refuse: Package imports (or, for the
@@ -220,11 +234,17 @@ func within(path, prefix string) bool {
 //
 //   - every package of the module has a place in Layout;
 //   - a package imports only packages of earlier items, of its own family,
-//     and those extra names for it (adapters: the seams they implement,
-//     resume and migrate), so items 1 import nothing of ours and migrate,
-//     snapshot/suspend and resume never import one another;
-//   - adapters never import snapshot/suspend, cmd, each other or test/;
+//     and those extra names for it (schemas: resume), so items 1 import
+//     nothing of ours and suspend, resume and migrate never import one
+//     another;
+//   - adapters import items 1–5 only (host, snapshot, ledger types and
+//     machinery: never runspec, suspend, resume, migrate or cmd), and
+//     never each other or test/;
 //   - nothing outside test/ imports anything under test/;
+//   - test support (TestSupport: fakes, suites, memhost, the testkit) is
+//     imported only by tests (test files, which go list does not report,
+//     and test/), examples and other test support;
+//   - the binary (Binary) reaches no test support and no "testing";
 //   - the deciding packages (every library: all but adapters, commands and
 //     test/; fakes and conformance suites included) never reach Forbidden,
 //     directly or through another package.
@@ -247,6 +267,13 @@ func Check(g Graph) []Violation {
 			q := rel(imp)
 			if rule := refuse(p, key, place, q); rule != "" {
 				vs = append(vs, Violation{pkg, imp, rule})
+			}
+		}
+		if p == Binary {
+			for _, dep := range reach(g, pkg) {
+				if dep == "testing" || (within(dep, Module) && TestSupport(rel(dep))) {
+					vs = append(vs, Violation{pkg, dep, "the binary links no test support and no testing"})
+				}
 			}
 		}
 		if place.Kind == Library {
@@ -274,7 +301,13 @@ func refuse(p, key string, place Place, q string) string {
 	if within(q, "test") && place.Kind != Test {
 		return "nothing outside test/ imports test/"
 	}
-	if place.Kind == Test || place.Kind == Command {
+	if place.Kind == Test {
+		return ""
+	}
+	if TestSupport(q) && !TestSupport(p) && !within(p, "examples") {
+		return "fakes, suites, memhost and the testkit are imported only by tests and examples"
+	}
+	if place.Kind == Command {
 		return ""
 	}
 	qplace, _, ok := placeOf(q)
@@ -287,12 +320,12 @@ func refuse(p, key string, place Place, q string) string {
 			return "adapters never import each other"
 		case qplace.Kind == Command:
 			return "adapters never import cmd"
-		case within(q, "snapshot/suspend"):
-			return "adapters never import snapshot/suspend"
+		case qplace.Item > 5:
+			return "adapters import items 1–5 only (never runspec, suspend, resume or migrate)"
 		}
 	}
 	if place.Item == 1 {
-		return "items 1 (internal/...) import nothing of ours"
+		return "items 1 (internal/..., errdef) import nothing of ours"
 	}
 	if qplace.Family == place.Family {
 		return ""
@@ -305,8 +338,8 @@ func refuse(p, key string, place Place, q string) string {
 	if qplace.Kind == Library && qplace.Item < place.Item {
 		return ""
 	}
-	if qplace.Item == 6 && place.Item == 6 {
-		return "migrate, snapshot/suspend and resume never import one another (item 6)"
+	if qplace.Item == 7 && place.Item == 7 {
+		return "suspend, resume and migrate never import one another (item 7)"
 	}
 	return fmt.Sprintf("a package of item %d imports only packages of earlier items and its own family (%s is item %d)", place.Item, q, qplace.Item)
 }

@@ -11,7 +11,7 @@
 // read. With the tag and Env unset, Reach returns at once.
 //
 // One variable serves every package; each names its own steps
-// (snapshot/suspend/faultpoint.go for suspend; migrate/import.go for
+// (suspend/faultpoint.go for suspend; migrate/import.go for
 // import, "import-*"; resume/materialize.go and
 // runtime/containerd/materialize.go for resume, "resume-*"), so step names
 // must be unique across the tool.

@@ -1,5 +1,5 @@
 // Package fake is an in-memory ledger.Ledger for tests of the packages that
-// use the run ledger (resume, snapshot/suspend, cmd). It runs the one
+// use the run ledger (resume, suspend, cmd). It runs the one
 // transition table, ledger.Apply, under a mutex, takes the caller's
 // judgement of a gone holder as ledger/bolt does (docs/design.md "The run
 // ledger"), and passes the conformance suite of ledger/ledgertest.

@@ -13,21 +13,19 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file implements migrate.Store on *Runtime: the content store,
+// This file implements host.Content, Leases, Images and Archiver on *Runtime: the content store,
 // leases and archive code that export, import, push and pull run over.
 // What to send and what to accept is decided in migrate.
-
-var _ migrate.Store = (*Runtime)(nil)
 
 // TempLeaseExpiry is how long a temporary lease (TempLease: import and
 // pull) lives if the process dies before deleting it.
 const TempLeaseExpiry = time.Hour
 
-// ReadBlob implements migrate.BlobReader and snapshot.BlobReader: the
+// ReadBlob implements host.Content: the
 // bytes of a small blob (at most 4 MiB, snapshot.MaxBlobRead: an index, a
 // manifest, a config, a ref file, a runtime spec), digest checked. Errors name
 // the digest: errdefs.ErrNotFound when absent, errdefs.ErrInvalidArgument
@@ -37,10 +35,10 @@ func (r *Runtime) ReadBlob(ctx context.Context, d digest.Digest) ([]byte, error)
 	return readBlob(ctx, r.client.ContentStore(), ocispec.Descriptor{Digest: d})
 }
 
-// OpenBlob implements migrate.BlobReader: a reader of the blob in place
+// OpenBlob implements host.Content: a reader of the blob in place
 // (the blob file itself when the daemon's directory is visible here,
 // localcontent.go). An absent blob wraps errdefs.ErrNotFound.
-func (r *Runtime) OpenBlob(ctx context.Context, desc ocispec.Descriptor) (migrate.StoredBlob, error) {
+func (r *Runtime) OpenBlob(ctx context.Context, desc ocispec.Descriptor) (host.StoredBlob, error) {
 	ra, err := r.blobProvider(ctx).ReaderAt(ctx, desc)
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", desc.Digest, native(err))
@@ -48,7 +46,7 @@ func (r *Runtime) OpenBlob(ctx context.Context, desc ocispec.Descriptor) (migrat
 	return ra, nil
 }
 
-// SetChildren implements migrate.BlobWriter with containerd's garbage
+// SetChildren implements host.Content with containerd's garbage
 // collection labels on parent: "containerd.io/gc.ref.content.config" for
 // the first child, "containerd.io/gc.ref.content.l.<i>" for the others.
 func (r *Runtime) SetChildren(ctx context.Context, parent digest.Digest, children ...digest.Digest) error {
@@ -68,7 +66,7 @@ func (r *Runtime) SetChildren(ctx context.Context, parent digest.Digest, childre
 	return nil
 }
 
-// TempLease implements migrate.Leases: a lease with a random id expiring
+// TempLease implements host.Leases: a lease with a random id expiring
 // after TempLeaseExpiry, labelled io.sandbox-resume.temporary; release
 // deletes it synchronously (whatever only it held is collected when
 // release returns).
@@ -84,19 +82,19 @@ func (r *Runtime) TempLease(ctx context.Context) (string, func(), error) {
 	}, nil
 }
 
-// AddToLease implements migrate.Leases: each blob becomes a content
+// AddToLease implements host.Leases: each blob becomes a content
 // resource of the lease (idempotent).
 func (r *Runtime) AddToLease(ctx context.Context, lease string, blobs ...digest.Digest) error {
 	return r.addContent(ctx, lease, blobs...)
 }
 
-// WriteArchive implements migrate.Archiver with containerd's archive
+// WriteArchive implements host.Archiver with containerd's archive
 // exporter (core/images/archive.Export, which checks each blob's digest as
 // it copies it, over the content store: blob files read in place when the
 // daemon's directory is visible here, else read ahead readBufferSize bytes
 // at a time; localcontent.go) and archive.WithSkipDockerManifest
 // (no Docker manifest.json that would present a ref as an image config).
-func (r *Runtime) WriteArchive(ctx context.Context, w io.Writer, entries ...migrate.ArchiveEntry) error {
+func (r *Runtime) WriteArchive(ctx context.Context, w io.Writer, entries ...host.ArchiveEntry) error {
 	eopts := []archive.ExportOpt{archive.WithSkipDockerManifest()}
 	for _, e := range entries {
 		if e.Name != "" {
@@ -111,7 +109,7 @@ func (r *Runtime) WriteArchive(ctx context.Context, w io.Writer, entries ...migr
 	return nil
 }
 
-// ImportArchive implements migrate.Archiver with containerd's
+// ImportArchive implements host.Archiver with containerd's
 // archive.ImportIndex under the lease: it stores the blobs and creates no
 // image records.
 func (r *Runtime) ImportArchive(ctx context.Context, lease string, rd io.Reader) (digest.Digest, error) {
@@ -122,7 +120,7 @@ func (r *Runtime) ImportArchive(ctx context.Context, lease string, rd io.Reader)
 	return idx.Digest, nil
 }
 
-// ImageTarget implements migrate.Images: the target of the image record
+// ImageTarget implements host.Images: the target of the image record
 // name in this namespace; errdefs.ErrNotFound when there is none.
 func (r *Runtime) ImageTarget(ctx context.Context, name string) (ocispec.Descriptor, error) {
 	img, err := r.client.ImageService().Get(ctx, name)
@@ -132,7 +130,7 @@ func (r *Runtime) ImageTarget(ctx context.Context, name string) (ocispec.Descrip
 	return img.Target, nil
 }
 
-// CreateImage implements migrate.Images: an image record name → target in
+// CreateImage implements host.Images: an image record name → target in
 // this namespace, created only (images.Store.Create): an existing name is
 // errdefs.ErrAlreadyExists and keeps its target.
 func (r *Runtime) CreateImage(ctx context.Context, name string, target ocispec.Descriptor) error {

@@ -21,7 +21,7 @@ import (
 	"github.com/containerd/platforms"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -32,12 +32,12 @@ var userFiles = []string{"etc/passwd", "etc/group"}
 // maxUserFile bounds how much of /etc/passwd or /etc/group BuildSpec keeps.
 const maxUserFile = 4 << 20
 
-// BuildSpec implements resume.Facts: the spec the previous release created
+// BuildSpec implements host.Containers: the spec the previous release created
 // a resumed container with, built without a snapshot — containerd's
 // default spec for container id in this namespace (oci.GenerateSpec), then
 // oci.WithImageConfig of the base image (its platform manifest
 // base.ManifestDigest and config) and oci.WithEnv(env), as JSON; root.path
-// is resume.BundleRootfs. The image config's user and groups are looked up
+// is host.BundleRootfs. The image config's user and groups are looked up
 // in /etc/passwd and /etc/group as the base layers plus layers hold them
 // (read from the layer blobs, newest first, whiteouts honoured), written
 // to a temporary directory that stands in for the root file system.
@@ -84,7 +84,7 @@ func (r *Runtime) BuildSpec(ctx context.Context, id string, base snapshot.Base, 
 	}
 	img := client.NewImageWithPlatform(r.client, images.Image{Name: base.Name, Target: mdesc}, platforms.Only(r.platform))
 	s, err := oci.GenerateSpec(ctx, r.client, &containers.Container{ID: id},
-		oci.WithRootFSPath(tmp), oci.WithImageConfig(img), oci.WithEnv(env), oci.WithRootFSPath(resume.BundleRootfs))
+		oci.WithRootFSPath(tmp), oci.WithImageConfig(img), oci.WithEnv(env), oci.WithRootFSPath(host.BundleRootfs))
 	if err != nil {
 		return nil, fmt.Errorf("spec of container %s from image config %s: %w", id, base.ConfigDigest, native(err))
 	}

@@ -26,9 +26,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file implements snapshot.Capturer on *Runtime (docs/design.md "Suspend").
-
-var _ snapshot.Capturer = (*Runtime)(nil)
+// This file implements the host roles suspend composes on *Runtime (docs/design.md "Suspend").
 
 // leaseResourceContent is the lease resource type of a content blob
 // (core/metadata/leases.go).
@@ -37,7 +35,7 @@ const leaseResourceContent = "content"
 // StopTimeout bounds how long StopTask waits for a killed task to exit.
 const StopTimeout = 30 * time.Second
 
-// Container implements snapshot.ContainerInspector: the container record
+// Container implements host.Containers: the container record
 // (namespace, creation time, labels, the spec Any's value bytes exactly as
 // stored, the runtime name and its options Any), the Stat of its snapshot
 // (kind and parent name) and its task status. An absent container is an
@@ -107,7 +105,7 @@ func (r *Runtime) task(ctx context.Context, id string) (client.Task, client.Proc
 	return task, s.Status, nil
 }
 
-// PauseTask implements snapshot.TaskController (task.Pause; a paused task
+// PauseTask implements host.Tasks (task.Pause; a paused task
 // is left as it is).
 func (r *Runtime) PauseTask(ctx context.Context, id string) error {
 	task, st, err := r.task(ctx, id)
@@ -123,7 +121,7 @@ func (r *Runtime) PauseTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// ResumeTask implements snapshot.TaskController (task.Resume of a paused
+// ResumeTask implements host.Tasks (task.Resume of a paused
 // or pausing task; a running one is left as it is).
 func (r *Runtime) ResumeTask(ctx context.Context, id string) error {
 	task, st, err := r.task(ctx, id)
@@ -139,7 +137,7 @@ func (r *Runtime) ResumeTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// StopTask implements snapshot.TaskController: SIGKILL to every process of
+// StopTask implements host.Tasks: SIGKILL to every process of
 // the task, then resume it if it was paused (the signal is delivered on
 // thaw, before the workload runs again), wait for the exit (StopTimeout),
 // and delete the task. A container without a task is not an error.
@@ -184,7 +182,7 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// CreateDiff implements snapshot.Differ. An active overlayfs snapshot this
+// CreateDiff implements host.Differ. An active overlayfs snapshot this
 // process can read is diffed here, in one pass (differ.go: the upper
 // directory against the parent view, zstd level 1 (zstdenc_*.go), digest, diffID
 // and size computed while the blob is written under the lease and checked
@@ -287,7 +285,7 @@ func (r *Runtime) addContent(ctx context.Context, lease string, dgsts ...digest.
 	return nil
 }
 
-// WriteBlob implements snapshot.BlobWriter (content.WriteBlob under the
+// WriteBlob implements host.Content (content.WriteBlob under the
 // lease, then the blob added to the lease explicitly, as an existing blob
 // is not re-written).
 func (r *Runtime) WriteBlob(ctx context.Context, lease, ref, mediaType string, data []byte) (ocispec.Descriptor, error) {
@@ -301,7 +299,7 @@ func (r *Runtime) WriteBlob(ctx context.Context, lease, ref, mediaType string, d
 	return desc, nil
 }
 
-// CreateLease implements snapshot.LeaseHolder: a lease with no expiry
+// CreateLease implements host.Leases: a lease with no expiry
 // (permanent until deleted). An existing id wraps errdefs.ErrAlreadyExists.
 func (r *Runtime) CreateLease(ctx context.Context, id string, labels map[string]string) error {
 	opts := []leases.Opt{leases.WithID(id)}
@@ -314,7 +312,7 @@ func (r *Runtime) CreateLease(ctx context.Context, id string, labels map[string]
 	return nil
 }
 
-// Lease implements snapshot.LeaseHolder. An absent lease wraps
+// Lease implements host.Leases. An absent lease wraps
 // errdefs.ErrNotFound.
 func (r *Runtime) Lease(ctx context.Context, id string) (snapshot.Lease, error) {
 	all, err := r.client.LeasesService().List(ctx)
@@ -329,7 +327,7 @@ func (r *Runtime) Lease(ctx context.Context, id string) (snapshot.Lease, error) 
 	return snapshot.Lease{}, fmt.Errorf("lease %s in namespace %s: %w", id, r.namespace, errdefs.ErrNotFound)
 }
 
-// HoldBase implements snapshot.LeaseHolder: the index (when recorded), the
+// HoldBase implements host.Leases: the index (when recorded), the
 // platform manifest, its config and every layer blob are added to the
 // lease as content resources. A blob that is absent is an error wrapping
 // errdefs.ErrNotFound.
@@ -358,7 +356,7 @@ func (r *Runtime) HoldBase(ctx context.Context, lease string, base snapshot.Base
 	return r.addContent(ctx, lease, dgsts...)
 }
 
-// SetContainerLabels implements snapshot.ContainerLabeler (Container.
+// SetContainerLabels implements host.Containers (Container.
 // SetLabels: only the given keys change).
 func (r *Runtime) SetContainerLabels(ctx context.Context, id string, labels map[string]string) error {
 	cont, err := r.client.LoadContainer(ctx, id)
@@ -371,7 +369,7 @@ func (r *Runtime) SetContainerLabels(ctx context.Context, id string, labels map[
 	return nil
 }
 
-// DeleteLease implements resume.RunHost's lease deletion: the lease is deleted with
+// DeleteLease implements host.Leases: the lease is deleted with
 // leases.SynchronousDelete, so the garbage collection it triggers has run
 // when it returns. An absent lease wraps errdefs.ErrNotFound.
 func (r *Runtime) DeleteLease(ctx context.Context, id string) error {

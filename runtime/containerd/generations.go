@@ -18,10 +18,10 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file implements the Capturer methods of later generations
+// This file implements the host methods of later generations
 // (snapshot/generations.go; docs/design.md "SnapshotRef", "Suspend").
 
-// CreateFlatDiff implements snapshot.FlatDiffer: a View of the chain
+// CreateFlatDiff implements host.Differ: a View of the chain
 // snapshot identity.ChainID(base) (key "<lease>/flatten-<unique>", under
 // the lease, removed afterwards) is the lower, the container's active
 // snapshot's mounts the upper, and the diff service's Compare writes the
@@ -84,7 +84,7 @@ func (r *Runtime) CreateFlatDiff(ctx context.Context, lease string, c snapshot.C
 	return snapshot.Layer{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size, DiffID: diffID, UncompressedSize: n}, nil
 }
 
-// ReleaseBlob implements snapshot.BlobReleaser
+// ReleaseBlob implements host.Leases
 // (LeasesService.DeleteResource of the content resource d). A blob the
 // lease does not hold is no error; an absent lease wraps
 // errdefs.ErrNotFound.

@@ -11,7 +11,7 @@ import (
 )
 
 // ImageLabels returns the labels of the image config blob config
-// (image-spec config.md: config.Labels; snapshot.ImageConfigReader, as
+// (image-spec config.md: config.Labels; host.Images.ImageLabels, as
 // used by suspend step 3 and resume's check 8 for the devcontainer.metadata
 // label, docs/design.md "Image metadata"), or nil when the config has
 // none. The blob is read through the same bounded, digest-verified cache

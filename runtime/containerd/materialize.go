@@ -29,20 +29,20 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
-	"github.com/sandbox-resume/sandbox-resume/ledger"
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/internal/procfs"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// This file implements resume.Materializer on *Runtime (docs/design.md
-// "Materialize").
+// This file implements the host roles that materialize a run on *Runtime
+// (docs/design.md "Materialize").
 
-var _ resume.Materializer = (*Runtime)(nil)
+var _ host.Host = (*Runtime)(nil)
 
 // RuncRuntime is the runtime of an incarnation whose ref records none
-// (resume.DefaultRuntime).
-const RuncRuntime = resume.DefaultRuntime
+// (host.DefaultRuntime).
+const RuncRuntime = host.DefaultRuntime
 
 // labelMaterializeContainer labels a materialization lease with the id of
 // the container it makes, so that DeleteContainer (a replaced resumer's
@@ -68,21 +68,21 @@ func (r *Runtime) lease(ctx context.Context, id string) (*leases.Lease, error) {
 	return nil, nil
 }
 
-// LegacyClaim implements resume.Facts: the claim lease of the previous
+// LegacyClaim implements host.Info: the claim lease of the previous
 // release, "sandbox-resume.claim/<run>", and the container its label
 // io.sandbox-resume.claim.container names; nil when there is none.
-func (r *Runtime) LegacyClaim(ctx context.Context, run string) (*resume.LegacyClaim, error) {
+func (r *Runtime) LegacyClaim(ctx context.Context, run string) (*host.LegacyClaim, error) {
 	id := snapshot.ClaimLease(run)
 	l, err := r.lease(ctx, id)
 	if err != nil || l == nil {
 		return nil, err
 	}
-	return &resume.LegacyClaim{Lease: id, Container: l.Labels[resume.LabelLegacyClaimContainer]}, nil
+	return &host.LegacyClaim{Lease: id, Container: l.Labels[host.LabelLegacyClaimContainer]}, nil
 }
 
-// ContainerState implements resume.Facts: container id's labels and
+// ContainerState implements host.Info: container id's labels and
 // whether it has a task that is not stopped; nil when it does not exist.
-func (r *Runtime) ContainerState(ctx context.Context, id string) (*resume.ContainerState, error) {
+func (r *Runtime) ContainerState(ctx context.Context, id string) (*host.ContainerState, error) {
 	cont, err := r.client.LoadContainer(ctx, id)
 	switch err = native(err); {
 	case errdefs.IsNotFound(err):
@@ -97,7 +97,7 @@ func (r *Runtime) ContainerState(ctx context.Context, id string) (*resume.Contai
 	case err != nil:
 		return nil, fmt.Errorf("container %q in namespace %s: %w", id, r.namespace, err)
 	}
-	out := &resume.ContainerState{ID: id, Labels: info.Labels}
+	out := &host.ContainerState{ID: id, Labels: info.Labels}
 	task, err := cont.Task(ctx, nil)
 	switch err = native(err); {
 	case errdefs.IsNotFound(err):
@@ -116,13 +116,13 @@ func (r *Runtime) ContainerState(ctx context.Context, id string) (*resume.Contai
 	return out, nil
 }
 
-// ResumerAlive implements resume.Facts with resume.ProcessAlive: the
+// ResumerAlive implements host.Info with procfs.ProcessAlive: the
 // resumer's pid, start time and boot id on this machine.
-func (r *Runtime) ResumerAlive(h ledger.Holder) bool {
-	return resume.ProcessAlive(h.PID, h.Start, h.Boot)
+func (r *Runtime) ResumerAlive(pid int, start, boot string) bool {
+	return procfs.ProcessAlive(pid, start, boot)
 }
 
-// StoreRef implements resume.Materializer: the ref file's bytes as a blob
+// StoreRef implements host.Leases: the ref file's bytes as a blob
 // (media type snapshot.MediaTypeRef) under the run lease of run, created
 // (labelled with the run) when missing.
 func (r *Runtime) StoreRef(ctx context.Context, run string, ref []byte) error {
@@ -134,7 +134,7 @@ func (r *Runtime) StoreRef(ctx context.Context, run string, ref []byte) error {
 	return err
 }
 
-// DeleteContainer implements resume.Materializer: the task is stopped
+// DeleteContainer implements host.Containers: the task is stopped
 // (SIGKILL, wait, delete: StopTask), the container deleted with its
 // snapshot (client.WithSnapshotCleanup), a snapshot keyed id left without a
 // container removed from the default snapshotter, and the leases of a
@@ -174,7 +174,7 @@ func (r *Runtime) DeleteContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// CheckDiff implements resume.Materializer (docs/design.md
+// CheckDiff implements host.Content (docs/design.md
 // "Materialize"): it reads a layer blob from the content store once (the
 // blob file itself when the daemon's directory is visible here,
 // localcontent.go) and checks its size and digest with
@@ -209,7 +209,7 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 	return sn, nil
 }
 
-// CreateContainer implements resume.Materializer (docs/design.md
+// CreateContainer implements host.Containers (docs/design.md
 // "Materialize"): under a short-lived lease (random id, expiring after
 // MaterializeLeaseExpiry, deleted once the container references the
 // snapshot) it reads the base manifest
@@ -238,7 +238,7 @@ func (r *Runtime) defaultSnapshotter(ctx context.Context) (string, error) {
 // spec.ID; snapshot.ErrDiffCorrupt when extraction computes another diffID
 // or the daemon refuses to extract a verified layer (extractionRefused);
 // errdefs.ErrNotFound for missing base content.
-func (r *Runtime) CreateContainer(ctx context.Context, spec resume.ContainerSpec) error {
+func (r *Runtime) CreateContainer(ctx context.Context, spec host.ContainerSpec) error {
 	ml, err := r.client.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(MaterializeLeaseExpiry),
 		leases.WithLabel(snapshot.LabelPrefix+"temporary", "materialize"), leases.WithLabel(snapshot.LabelRun, spec.Run),
 		leases.WithLabel(labelMaterializeContainer, spec.ID))
@@ -377,7 +377,7 @@ func withSpecBytes(spec []byte) client.NewContainerOpts {
 	}
 }
 
-// ReadSpec implements resume.Facts: the blob d read from the content
+// ReadSpec implements host.Info: the blob d read from the content
 // store once with snapshot.ReadBlob (size and digest checked as it
 // reads).
 func (r *Runtime) ReadSpec(ctx context.Context, d snapshot.Descriptor) ([]byte, error) {
@@ -389,10 +389,10 @@ func (r *Runtime) ReadSpec(ctx context.Context, d snapshot.Descriptor) ([]byte, 
 	return snapshot.ReadBlob(ra, d)
 }
 
-// HostNamespace implements resume.Facts with resume.HostPID1Namespace:
+// HostNamespace implements host.Info with procfs.HostPID1Namespace:
 // this process runs on the daemon's host.
 func (r *Runtime) HostNamespace(nsType, path string) bool {
-	return resume.HostPID1Namespace(nsType, path)
+	return procfs.HostPID1Namespace(nsType, path)
 }
 
 // wrongDiffIDText is how containerd's rootfs.ApplyLayers says that a
@@ -460,15 +460,15 @@ func (r *Runtime) StartTask(ctx context.Context, id string) (uint32, error) {
 	return task.Pid(), nil
 }
 
-// RunContainers implements resume.RunHost: the containers of this
+// RunContainers implements host.Containers: the containers of this
 // namespace labelled io.sandbox-resume.run=run, sorted by id, with their
 // labels and whether a task runs.
-func (r *Runtime) RunContainers(ctx context.Context, run string) ([]resume.ContainerState, error) {
+func (r *Runtime) RunContainers(ctx context.Context, run string) ([]host.ContainerState, error) {
 	cs, err := r.client.ContainerService().List(ctx, fmt.Sprintf("labels.%q==%s", snapshot.LabelRun, run))
 	if err != nil {
 		return nil, fmt.Errorf("list the containers of run %s in namespace %s: %w", run, r.namespace, native(err))
 	}
-	out := make([]resume.ContainerState, 0, len(cs))
+	out := make([]host.ContainerState, 0, len(cs))
 	for _, c := range cs {
 		st, err := r.ContainerState(ctx, c.ID)
 		if err != nil {
@@ -478,11 +478,6 @@ func (r *Runtime) RunContainers(ctx context.Context, run string) ([]resume.Conta
 			out = append(out, *st)
 		}
 	}
-	slices.SortFunc(out, func(a, b resume.ContainerState) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b host.ContainerState) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
-
-var (
-	_ resume.Facts   = (*Runtime)(nil)
-	_ resume.RunHost = (*Runtime)(nil)
-)

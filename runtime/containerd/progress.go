@@ -8,17 +8,17 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // The adapters below count the bytes the registry transport moves into a
-// migrate.Progress.
+// snapshot.Progress.
 
 // progressProvider is a content.Provider whose readers count the bytes
 // read into p (remotes.PushContent reads every blob it sends through it).
 type progressProvider struct {
 	content.Provider
-	p migrate.Progress
+	p snapshot.Progress
 }
 
 func (pp progressProvider) ReaderAt(ctx context.Context, desc ocispec.Descriptor) (content.ReaderAt, error) {
@@ -31,7 +31,7 @@ func (pp progressProvider) ReaderAt(ctx context.Context, desc ocispec.Descriptor
 
 type progressReaderAt struct {
 	content.ReaderAt
-	p migrate.Progress
+	p snapshot.Progress
 }
 
 func (ra progressReaderAt) ReadAt(b []byte, off int64) (int, error) {
@@ -44,7 +44,7 @@ func (ra progressReaderAt) ReadAt(b []byte, off int64) (int, error) {
 // into p.
 type progressFetcher struct {
 	remotes.Fetcher
-	p migrate.Progress
+	p snapshot.Progress
 }
 
 func (pf progressFetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
@@ -57,7 +57,7 @@ func (pf progressFetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (i
 
 type progressReadCloser struct {
 	io.ReadCloser
-	p migrate.Progress
+	p snapshot.Progress
 }
 
 func (rc progressReadCloser) Read(b []byte) (int, error) {

@@ -11,7 +11,8 @@ import (
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/host"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
 // Registry is the registry transport of migrate.Push and migrate.Pull over
@@ -23,14 +24,14 @@ type Registry struct {
 	t *Transport
 }
 
-var _ migrate.Registry = (*Registry)(nil)
+var _ host.Registry = (*Registry)(nil)
 
 // Registry returns the registry transport over r's content store that
 // reaches registries through t (NewTransport; t must not be nil): a
-// *Registry, returned as the migrate.Registry it is for. With t's
+// *Registry, returned as the host.Registry it is for. With t's
 // PlainHTTP, loopback registries (and only those) are reached over plain
 // HTTP; the CLI accepts plain HTTP for loopback references only.
-func (r *Runtime) Registry(t *Transport) migrate.Registry { return &Registry{r: r, t: t} }
+func (r *Runtime) Registry(t *Transport) host.Registry { return &Registry{r: r, t: t} }
 
 // refHost is the registry host of a reference string ("" when it does not
 // parse; the resolver then says why).
@@ -42,7 +43,7 @@ func refHost(ref string) string {
 	return reference.Domain(named)
 }
 
-// Resolve implements migrate.Registry (remotes.Resolver.Resolve, with a
+// Resolve implements host.Registry (remotes.Resolver.Resolve, with a
 // new resolver; its requests retry at the transport).
 func (g *Registry) Resolve(ctx context.Context, ref string) (ocispec.Descriptor, error) {
 	_, desc, err := g.t.Resolver(ctx).Resolve(ctx, ref)
@@ -52,7 +53,7 @@ func (g *Registry) Resolve(ctx context.Context, ref string) (ocispec.Descriptor,
 	return desc, nil
 }
 
-// Fetch implements migrate.Registry (remotes.Fetcher.Fetch). Opening the
+// Fetch implements host.Registry (remotes.Fetcher.Fetch). Opening the
 // blob retries at the transport; a body that breaks off is the caller's
 // to read again.
 func (g *Registry) Fetch(ctx context.Context, ref string, desc ocispec.Descriptor) (io.ReadCloser, error) {
@@ -67,13 +68,13 @@ func (g *Registry) Fetch(ctx context.Context, ref string, desc ocispec.Descripto
 	return rc, nil
 }
 
-// FetchToStore implements migrate.Registry under the lease: one blob with
+// FetchToStore implements host.Registry under the lease: one blob with
 // remotes.Fetch, or, with tree, desc and every child with images.Dispatch
 // over images.ChildrenHandler, each blob's fetch redone whole on a
 // transient failure (RetryBlob with the Transport's policy). The content
 // store's ingest checks each blob's size and digest; a blob it has is not
 // fetched again. Errors name the digest and the reference.
-func (g *Registry) FetchToStore(ctx context.Context, ref, lease string, desc ocispec.Descriptor, tree bool, p migrate.Progress) error {
+func (g *Registry) FetchToStore(ctx context.Context, ref, lease string, desc ocispec.Descriptor, tree bool, p snapshot.Progress) error {
 	f, err := g.t.Resolver(ctx).Fetcher(ctx, ref)
 	if err != nil {
 		return g.t.registryError(refHost(ref), fmt.Errorf("fetch %s: %w", ref, err))
@@ -92,24 +93,24 @@ func (g *Registry) FetchToStore(ctx context.Context, ref, lease string, desc oci
 	return nil
 }
 
-// Push implements migrate.Registry: desc and everything under it, each
+// Push implements host.Registry: desc and everything under it, each
 // descriptor's push redone whole on a transient failure (pushTree), with a
 // new resolver per call (a reused one silently skips a second push of a
 // digest it pushed before, to any repository — measured), blobs read in
 // place or ahead readBufferSize bytes at a time (localcontent.go).
-func (g *Registry) Push(ctx context.Context, ref string, desc ocispec.Descriptor, p migrate.Progress) error {
+func (g *Registry) Push(ctx context.Context, ref string, desc ocispec.Descriptor, p snapshot.Progress) error {
 	pusher, err := g.t.Resolver(ctx).Pusher(ctx, ref)
 	if err != nil {
 		return g.t.registryError(refHost(ref), fmt.Errorf("push %s: %w", ref, err))
 	}
 	var store content.Provider = g.r.blobProvider(ctx)
-	if _, quiet := p.(migrate.NoProgress); !quiet && p != nil {
+	if _, quiet := p.(snapshot.NoProgress); !quiet && p != nil {
 		store = progressProvider{Provider: store, p: p}
 	}
 	return g.t.registryError(refHost(ref), pushTree(ctx, pusher, store, desc, ref, g.t.RetryPolicy()))
 }
 
-// Tags implements migrate.Registry with Transport.Tags (the distribution
+// Tags implements host.Registry with Transport.Tags (the distribution
 // tags API, every page).
 func (g *Registry) Tags(ctx context.Context, repo string) ([]string, error) {
 	return g.t.Tags(ctx, repo)

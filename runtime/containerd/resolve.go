@@ -25,7 +25,7 @@ import (
 const maxMetadataSize = 4 << 20
 
 // ResolveImage resolves ref through the image and content stores for the host
-// platform (docs/design.md "Resume decision" check 8; resume.Facts.ResolveImage).
+// platform (docs/design.md "Resume decision" check 8; host.ResolveImage).
 //
 // ref is normalized with reference.ParseDockerRef ("busybox:1" →
 // "docker.io/library/busybox:1"; images must be stored under normalized
@@ -323,7 +323,7 @@ func readBlob(ctx context.Context, cs content.Provider, desc ocispec.Descriptor)
 
 // MissingContent returns the digests among the manifest, its config and every
 // layer that are absent from the content store, in manifest order (config,
-// then layers), or nil when all are present (resume.Facts.MissingContent;
+// then layers), or nil when all are present (host.MissingContent;
 // docs/design.md "Resume decision" check 8). An absent manifest is returned alone. It
 // reads images.Check's missing list, never its available flag (which is true
 // with layers missing — measured in notes/derisk.md).
@@ -355,7 +355,7 @@ func (r *Runtime) MissingContent(ctx context.Context, manifest digest.Digest) ([
 }
 
 // BlobSize returns the size in bytes the content store records for dgst
-// (resume.Facts.BlobSize). Errors: errdefs.ErrInvalidArgument for an invalid
+// (host.BlobSize). Errors: errdefs.ErrInvalidArgument for an invalid
 // digest, errdefs.ErrNotFound when the blob is absent from this namespace;
 // each names the digest.
 func (r *Runtime) BlobSize(ctx context.Context, dgst digest.Digest) (int64, error) {

@@ -1,15 +1,14 @@
 // Package containerd is the adapter of sandbox-resume to containerd
 // (docs/design.md "Layout"), and the only package that talks to a daemon:
 // connecting, host identity, image resolution through the content store,
-// diff and apply, leases, labels and content. *Runtime implements the
-// seams the deciding packages declare — resume.Facts and
-// resume.Materializer, snapshot.Capturer, migrate.Store — and Registry
-// implements migrate.Registry over containerd's resolver and a Transport:
+// diff and apply, leases, labels and content. *Runtime implements
+// host.Host, the one container-host seam the deciding packages compose
+// their roles from, and Registry implements host.Registry over containerd's resolver and a Transport:
 // the registry transport beyond the resolver (credentials from the Docker
 // config and its helpers, a CA file on top of the system pool, per-blob
 // retries, tag listing). It holds no
 // policy: what to check, refuse, send or accept is decided by the
-// packages that declare the seams, and it writes no user files.
+// packages that compose the roles (suspend, resume, migrate), and it writes no user files.
 //
 // Errors carry a github.com/containerd/errdefs class (test them with
 // errdefs.IsNotFound and friends) and name the socket, reference or digest

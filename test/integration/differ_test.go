@@ -29,9 +29,9 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/host/hosttest"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/capturertest"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
 
@@ -198,7 +198,7 @@ func TestDifferTrees(t *testing.T) {
 					t.Fatalf("%s: %v", name, err)
 				}
 				t.Logf("%s: %s, %d bytes (%d uncompressed) in %v", name, l.Digest, l.Size, l.UncompressedSize, time.Since(start))
-				capturertest.CheckDiff(t, captureProbe{rt}, l)
+				hosttest.CheckDiff(t, captureProbe{rt}, l)
 				layers[name] = l
 
 				// Applied over the parent, the layer gives the container's tree.

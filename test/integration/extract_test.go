@@ -11,7 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -47,9 +47,9 @@ func TestExtractionRefusedIsSnapshotMissing(t *testing.T) {
 	writeDiff(t, d, d.Namespace, run, blob.Bytes())
 	layer := snapshot.Layer{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(blob.Bytes()), Size: int64(blob.Len()),
 		DiffID: digest.FromBytes(tarBuf.Bytes()), UncompressedSize: int64(tarBuf.Len())}
-	err = rt.CreateContainer(ctx(t), resume.ContainerSpec{
+	err = rt.CreateContainer(ctx(t), host.ContainerSpec{
 		ID: d.ID("extract"), Run: run, Manifest: "blake3:" + strings.Repeat("0", 64), Generation: 1, Ref: digest.FromString("ref"), Fence: 1,
-		Base: base, Layers: []snapshot.Layer{layer}, Runtime: snapshot.Runtime{Name: resume.DefaultRuntime},
+		Base: base, Layers: []snapshot.Layer{layer}, Runtime: snapshot.Runtime{Name: host.DefaultRuntime},
 	})
 	if !errors.Is(err, snapshot.ErrDiffCorrupt) || !strings.Contains(err.Error(), "refused to extract") {
 		t.Fatalf("CreateContainer over a verified layer containerd cannot extract: %v, want ErrDiffCorrupt (content corrupt)", err)

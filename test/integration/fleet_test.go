@@ -146,7 +146,7 @@ func (f *fleet) testSuperseded(t *testing.T) {
 }
 
 // needsGenerations reports whether a suspend's refusal is "suspending a
-// resumed run needs generations" (snapshot/suspend.ErrNeedsGenerations: the
+// resumed run needs generations" (suspend.ErrNeedsGenerations: the
 // CLI cannot suspend an incarnation yet).
 func needsGenerations(code int, stdout []byte, stderr string) bool {
 	return code == 2 && strings.Contains(string(stdout)+stderr, "needs generations")

@@ -21,10 +21,10 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/host/hosttest"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/capturertest"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
 
@@ -460,7 +460,7 @@ func TestGenerationsKeepRunningTwice(t *testing.T) {
 	// the file deleted, generation 2 kept running, generation 3 stopped.
 	work(t, d, cid, want, writeOp("/w/tmp", "created before the first", 0o644))
 	o1, g1 := r.suspend(t, cid, run, filepath.Join(r.env.dir, "k.g1.json"), "--keep-running")
-	if _, ok := capturertest.LayerEntries(t, probe, g1.Layers[0])["w/tmp"]; !ok {
+	if _, ok := hosttest.LayerEntries(t, probe, g1.Layers[0])["w/tmp"]; !ok {
 		t.Fatalf("generation 1's layer lacks w/tmp")
 	}
 	work(t, d, cid, want, removeOp("/w/tmp"))
@@ -468,7 +468,7 @@ func TestGenerationsKeepRunningTwice(t *testing.T) {
 	if o1.Generation != 1 || o2.Generation != 2 || !o2.KeptRunning || o2.Fence != o1.Fence || g2.Parent.String() != o1.Ref || g2.Fence != o1.Fence || len(g2.Layers) != 1 {
 		t.Fatalf("kept running twice: %+v then %+v (%d layers)", o1, o2, len(g2.Layers))
 	}
-	if _, ok := capturertest.LayerEntries(t, probe, g2.Layers[0])["w/tmp"]; ok {
+	if _, ok := hosttest.LayerEntries(t, probe, g2.Layers[0])["w/tmp"]; ok {
 		t.Fatalf("generation 2's layer holds w/tmp, deleted before it")
 	}
 	// Still running and holding the run: exec works; then a stopping
@@ -501,10 +501,10 @@ func TestGenerationsKeepRunningTwice(t *testing.T) {
 	if len(g4.Layers) != 2 || len(g5.Layers) != 2 || g5.Layers[0] != g4.Layers[0] || g4.Layers[1] == g5.Layers[1] {
 		t.Fatalf("layers %v then %v", g4.Layers, g5.Layers)
 	}
-	if _, ok := capturertest.LayerEntries(t, probe, g4.Layers[1])["w/tmp2"]; !ok {
+	if _, ok := hosttest.LayerEntries(t, probe, g4.Layers[1])["w/tmp2"]; !ok {
 		t.Fatalf("generation 4's last layer lacks w/tmp2")
 	}
-	last := capturertest.LayerEntries(t, probe, g5.Layers[1])
+	last := hosttest.LayerEntries(t, probe, g5.Layers[1])
 	if _, ok := last["w/tmp2"]; ok {
 		t.Fatalf("generation 5's last layer holds w/tmp2, deleted before it")
 	}

@@ -17,20 +17,15 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
-	containerstore "github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
-	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
-	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
@@ -489,66 +484,6 @@ func TestMaterializeLiveHolderNotTakenOver(t *testing.T) {
 	if v.Fence != 3 {
 		t.Errorf("fence %d, want 3 (three claims)", v.Fence)
 	}
-}
-
-// TestMaterializerConformance runs resume/materializertest against
-// runtime/containerd on one daemon, a fresh namespace per subtest.
-func TestMaterializerConformance(t *testing.T) {
-	d := harness.Start(t, "matconf")
-	harness.ImportBusybox(t, d, "busybox:1")
-	// The base's command keeps running: busybox's default /bin/sh exits at
-	// once on the task's null stdin, so the suite's "a started task is
-	// running" check raced the workload's exit.
-	im, err := testimage.Busybox("busybox", testimage.WithCmd("/bin/sleep", "3600"))
-	if err != nil {
-		testenv.Missing(t, "harness: %v", err)
-	}
-	materializertest.Run(t, func(t *testing.T) materializertest.Fixture {
-		ns := d.NewNamespace()
-		d.Put(t, ns, im)
-		d.Tag(t, ns, "docker.io/library/busybox:1", im.Index)
-		rt := d.Connect(t, ns)
-		cctx := namespaces.WithNamespace(d.Context(t), ns)
-		// Resolved in ns (d.Context carries the daemon's namespace, whose
-		// busybox:1 is the sh image).
-		base, err := rt.ResolveImage(cctx, "busybox:1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec := func(t testing.TB, id string) *containerstore.Container {
-			c, err := d.Client.ContainerService().Get(cctx, id)
-			if err != nil {
-				t.Fatalf("container %s: %v", id, err)
-			}
-			return &c
-		}
-		return materializertest.Fixture{
-			M: rt, Facts: rt, Base: base,
-			PutBlob: func(t testing.TB, run string, data []byte) { writeDiff(t, d, ns, run, data) },
-			Env: func(t testing.TB, id string) []string {
-				c, err := d.Client.LoadContainer(cctx, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := c.Spec(cctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s.Process.Env
-			},
-			Labels: func(t testing.TB, id string) map[string]string { return spec(t, id).Labels },
-			Spec:   func(t testing.TB, id string) []byte { return spec(t, id).Spec.GetValue() },
-			Runtime: func(t testing.TB, id string) snapshot.Runtime {
-				r := spec(t, id).Runtime
-				out := snapshot.Runtime{Name: r.Name}
-				if o := r.Options; o != nil {
-					out.Options = &snapshot.RuntimeOptions{TypeURL: o.GetTypeUrl(), Value: o.GetValue()}
-				}
-				return out
-			},
-			ID: func(name string) string { return ns + "-" + name },
-		}
-	})
 }
 
 // BenchmarkMaterializeCPU times `resume` (no --check) of one suspended run

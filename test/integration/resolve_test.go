@@ -18,7 +18,6 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/facttest"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -32,7 +31,7 @@ func ctx(t testing.TB) context.Context {
 	return c
 }
 
-// fixture is the facttest.Fixture of one namespace on a test daemon.
+// fixture is the hosttest.FactsFixture of one namespace on a test daemon.
 type fixture struct {
 	d  *harness.Daemon
 	ns string
@@ -42,14 +41,6 @@ func (f fixture) HostPlatform() ocispec.Platform                         { retur
 func (f fixture) Put(t testing.TB, im *testimage.Image)                  { f.d.Put(t, f.ns, im) }
 func (f fixture) Delete(t testing.TB, d digest.Digest)                   { f.d.DeleteBlob(t, f.ns, d) }
 func (f fixture) Name(t testing.TB, n string, target ocispec.Descriptor) { f.d.Tag(t, f.ns, n, target) }
-
-func TestFactsConformance(t *testing.T) {
-	d := harness.Start(t, "conf")
-	facttest.RunFactsSuite(t, func(t *testing.T) (resume.Facts, facttest.Fixture) {
-		ns := d.NewNamespace()
-		return d.Connect(t, ns), fixture{d, ns}
-	})
-}
 
 func TestTagResolvesToRecordedDigests(t *testing.T) {
 	d := harness.Start(t, "tag")

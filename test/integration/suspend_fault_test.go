@@ -35,7 +35,7 @@ import (
 // --run must complete the suspension.
 
 // faultSteps are the fault points Suspend honours, in order
-// (snapshot/suspend/faultpoint.go).
+// (suspend/faultpoint.go).
 var faultSteps = []string{"lease", "labelled", "pause", "diff", "refblob", "recorded", "written", "stop"}
 
 // The intermediate states the trials must each observe at least twice
@@ -211,7 +211,7 @@ func readAll(t *testing.T, ctx context.Context, cs content.Store, d digest.Diges
 }
 
 // wantAtStep is the state each fault point must leave
-// (snapshot/suspend/faultpoint.go).
+// (suspend/faultpoint.go).
 func wantAtStep(t *testing.T, step string, s faultState) {
 	t.Helper()
 	ok := s.lease && s.held

@@ -25,15 +25,12 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
-	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
+	"github.com/sandbox-resume/sandbox-resume/host/hosttest"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ctrd "github.com/sandbox-resume/sandbox-resume/runtime/containerd"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
-	"github.com/sandbox-resume/sandbox-resume/snapshot/capturertest"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
 )
-
-var _ snapshot.Capturer = (*ctrd.Runtime)(nil)
 
 // workload is what the test containers run: write files (one nested, one
 // replacing an image file, one deleting the marker), say READY, then sleep.
@@ -108,7 +105,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// captureProbe is capturertest.Probe on a daemon.
+// captureProbe is hosttest.Probe on a daemon.
 type captureProbe struct {
 	rt *ctrd.Runtime
 }
@@ -132,22 +129,6 @@ func (p captureProbe) SnapshotKind(ctx context.Context, c snapshot.Container) (s
 		return "", err
 	}
 	return strings.ToLower(info.Kind.String()), nil
-}
-
-func TestCapturerConformance(t *testing.T) {
-	d := harness.Start(t, "capture")
-	im := harness.ImportBusybox(t, d, "busybox:1")
-	meta := testimage.MetadataCases[0]
-	lab := harness.ImportBusyboxLabelled(t, d, "labelled:1", meta)
-	rt := d.Connect(t, "")
-	n := 0
-	capturertest.Run(t, func(t *testing.T) capturertest.Fixture {
-		n++
-		cid := runningContainer(t, d, im.Name, fmt.Sprintf("conf%d", n))
-		return capturertest.Fixture{Capturer: rt, Probe: captureProbe{rt}, Container: cid, Image: im.Name,
-			LeaseID:       snapshot.RunLease(fmt.Sprintf("conf-%d", n)),
-			LabelledImage: lab.Name, Labels: meta.Labels()}
-	})
 }
 
 // runCLI runs the sandbox-resume binary against daemon d and returns its
@@ -300,7 +281,7 @@ func TestSuspendLifecycle(t *testing.T) {
 	ctx := d.Context(t)
 	probe := captureProbe{rt}
 	// The diffID matches the stored blob; the blob holds the files.
-	capturertest.CheckDiff(t, probe, ref.Layers[0])
+	hosttest.CheckDiff(t, probe, ref.Layers[0])
 	// The container's snapshot is still active (never committed), its task
 	// is gone, and it carries the run labels.
 	c, err := rt.Container(ctx, cid)

@@ -21,20 +21,20 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/host/hosttest"
+	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	etcdledger "github.com/sandbox-resume/sandbox-resume/ledger/etcd"
 	"github.com/sandbox-resume/sandbox-resume/resume"
-	"github.com/sandbox-resume/sandbox-resume/resume/fake"
-	"github.com/sandbox-resume/sandbox-resume/resume/materializertest"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/etcdharness"
 )
 
 // fakeHost is a host with a base image, one run's diff and spec in an
-// in-memory content store (resume/fake): containerd faked, so that a
+// in-memory host (host/memhost): containerd faked, so that a
 // resume costs its decision and its ledger transitions only.
 type fakeHost struct {
-	facts   *fake.Facts
-	m       *fake.Materializer
+	facts   *memhost.Machine
+	m       *memhost.Machine
 	key     ed25519.PrivateKey
 	trust   *envelope.KeyRing
 	ref     snapshot.Ref // a template: Run is set per run
@@ -48,10 +48,7 @@ func newFakeHost(b *testing.B) *fakeHost {
 	b.Helper()
 	host := snapshot.Host{ID: "bench-host", IDSource: snapshot.IDSourceIntrospection,
 		ContainerdVersion: "2.4.2", Snapshotter: "overlayfs", Platform: "linux/amd64"}
-	facts, err := fake.NewFacts(host)
-	if err != nil {
-		b.Fatal(err)
-	}
+	facts := memhost.New(host)
 	layer := []byte("base layer")
 	cfg, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{digest.FromBytes(layer)}}})
@@ -61,7 +58,7 @@ func newFakeHost(b *testing.B) *fakeHost {
 	if err := facts.SetImage("docker.io/library/busybox:1", ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: facts.PutBlob(mf), Size: int64(len(mf))}); err != nil {
 		b.Fatal(err)
 	}
-	h := &fakeHost{facts: facts, m: fake.NewMaterializer(facts), config: []byte(benchConfig), cfgPath: b.TempDir() + "/devcontainer.json"}
+	h := &fakeHost{facts: facts, m: facts, config: []byte(benchConfig), cfgPath: b.TempDir() + "/devcontainer.json"}
 	m, err := envmanifest.Ingest(h.config, envmanifest.Options{Path: h.cfgPath})
 	if err != nil {
 		b.Fatal(err)
@@ -70,7 +67,7 @@ func newFakeHost(b *testing.B) *fakeHost {
 	if err != nil {
 		b.Fatal(err)
 	}
-	blob, diff := materializertest.Diff(b, map[string]string{"data.txt": "hello\n"})
+	blob, diff := hosttest.Diff(b, map[string]string{"data.txt": "hello\n"})
 	facts.PutBlob(blob)
 	spec := []byte(`{"ociVersion":"1.2.0","process":{"args":["sh"],"cwd":"/"},"root":{"path":"rootfs"}}`)
 	h.ref = snapshot.Ref{Schema: snapshot.RefSchema, RunUID: "ruid:0123456789abcdef0123456789abcdef", Generation: 1, Manifest: m.Address, Core: m.Core, Pinned: m.IsPinned(),
@@ -102,7 +99,7 @@ var benchRound atomic.Int64
 // (snapshot.VerifyDiff, which runtime/containerd runs in the resumer's
 // process on every layer): materialization faked entirely, so that a
 // resume costs its decision and its ledger transitions.
-type skipDiff struct{ *fake.Materializer }
+type skipDiff struct{ *memhost.Machine }
 
 func (skipDiff) CheckDiff(context.Context, snapshot.Layer) error { return nil }
 
