@@ -30,10 +30,15 @@ func TestGlobalFlagsShownWhereUsed(t *testing.T) {
 	uses := map[string]map[string]bool{
 		"address":   daemon,
 		"namespace": daemon,
-		"host-id":   {"suspend": true, "resume": true, "repin": true},
+		// Turn 3 (docs/design.md "CLI contract"): export, import, push and
+		// pull take --host-id and the ledger flags (a handoff), recall the
+		// ledger flags; repin takes --host-id and the ledger flags, fork the
+		// ledger flags.
+		"host-id": {"suspend": true, "resume": true, "export": true, "import": true, "push": true, "pull": true, "repin": true},
 	}
 	for _, flag := range []string{"ledger", "ledger-timeout", "ledger-cacert", "ledger-cert", "ledger-key", "ledger-claim-ttl"} {
-		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true, "repin": true, "fork": true}
+		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true,
+			"export": true, "import": true, "push": true, "pull": true, "recall": true, "repin": true, "fork": true}
 	}
 	seen := map[string]bool{}
 	for _, c := range root.Commands() {
