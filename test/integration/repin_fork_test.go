@@ -52,8 +52,8 @@ func suspendUnpinned(t *testing.T, d *harness.Daemon, image, run, script string)
 // TestRepinAcrossHosts: a run suspended unpinned on A is refused on B (4);
 // a repin with the wrong digest is refused (3, naming /image) and changes
 // nothing; repinned on A, generation 1 is superseded there (9), and
-// generation 2 moves to B (export --with-base, import) and resumes there
-// (--copy: B's ledger has no handoff of it).
+// generation 2 is handed off to B (export --with-base --handoff, import)
+// and resumes there without --copy (and no longer on A: 9).
 func TestRepinAcrossHosts(t *testing.T) {
 	a := harness.Start(t, "rpa")
 	b := harness.Start(t, "rpb")
@@ -120,18 +120,24 @@ func TestRepinAcrossHosts(t *testing.T) {
 		t.Errorf("generation 1 on A after the repin: exit %d class %q, want 9", code, v.Class)
 	}
 
-	// Generation 2 moves to B and resumes there.
+	// Generation 2 is handed off to B and resumes there, exactly once.
 	tar2 := filepath.Join(o.dir, "g2.tar")
-	code, _, stderr = srcli(t, a, "", "export", "--ref", g2, "--out", tar2, "--with-base")
+	code, _, stderr = srcli(t, a, "", "export", "--ref", g2, "--out", tar2, "--with-base", "--handoff", hostID(t, b), "--key", o.key)
 	if code != 0 || strings.Contains(stderr, "warning") {
-		t.Errorf("export of the repinned generation: exit %d, stderr %q", code, stderr)
+		t.Errorf("export --handoff of the repinned generation: exit %d, stderr %q", code, stderr)
 	}
 	g2B := filepath.Join(o.dir, "g2.b.json")
 	mustCLI(t, b, nsB, nil, "import", tar2, "--trust", o.pub, "--out", g2B)
+	if rec := ledgerRecord(t, b, nsB, run); rec.Generation != 2 || rec.State != ledger.StateSuspended || rec.Received == nil {
+		t.Errorf("B's record after the import: %+v", rec)
+	}
 	var v resume.Verdict
-	mustCLI(t, b, nsB, &v, "resume", "--copy", "--ref", g2B, "--config", pinned, "--trust", o.pub, "--container", b.ID(run), "--start")
-	if !v.Accepted || v.Generation != 2 {
+	mustCLI(t, b, nsB, &v, "resume", "--ref", g2B, "--config", pinned, "--trust", o.pub, "--container", b.ID(run), "--start")
+	if !v.Accepted || v.Generation != 2 || v.Copy {
 		t.Fatalf("resume of the repinned generation on B: %+v", v)
+	}
+	if code, v := checkRef(t, a, "", g2, pinned, o.pub); code != 9 {
+		t.Errorf("generation 2 on A after its handoff: exit %d class %q, want 9", code, v.Class)
 	}
 	if got := shIn(t, b, b.ID(run), "cat /moved.txt"); strings.TrimSpace(got) != run {
 		t.Errorf("the incarnation on B reads /moved.txt = %q, want %q", got, run)
