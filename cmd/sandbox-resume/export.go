@@ -59,6 +59,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return nil, fmt.Errorf("export %s: %w", ref, err)
 			}
+			warnUnpinned(s.stderr(), "export", ref, refFile)
 			return &result{JSON: res, Text: func(w, _ io.Writer) error {
 				fmt.Fprintf(w, "exported run %s to %s (%d bytes): artifact %s", res.Run, res.Path, res.Size, res.Artifact.Digest)
 				if len(res.Base) > 0 {

@@ -63,6 +63,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return nil, fmt.Errorf("push %s: %w", ref, err)
 			}
+			warnUnpinned(s.stderr(), "push", ref, refFile)
 			return &result{JSON: res, Text: func(w, _ io.Writer) error {
 				_, err := fmt.Fprintf(w, "pushed run %s to %s: artifact %s; base by digest: %v\n", res.Run, res.Target, res.Artifact.Digest, res.Base)
 				printHandedOff(w, res.Run, res.Handoff)

@@ -100,6 +100,8 @@ func newRootCmd(a *app) *cobra.Command {
 		newPullCmd(a),
 		newRecallCmd(a),
 		newInspectCmd(a),
+		newRepinCmd(a),
+		newForkCmd(a),
 	)
 	acceptDaemonFlags(a, root)
 	for _, c := range root.Commands() {
