@@ -222,10 +222,7 @@ func repinnedCore(ref *snapshot.Ref) (envmanifest.Core, error) {
 	if _, ok := named.(reference.Digested); ok {
 		return c, nil
 	}
-	d := ref.Base.IndexDigest
-	if d == "" {
-		d = ref.Base.ManifestDigest
-	}
+	d := ref.Base.Target()
 	pinned, err := reference.WithDigest(named, d)
 	if err != nil {
 		return c, refusef(CheckRepin, ClassBadInput, "/ref/base: digest %q: %v", d, err)
