@@ -314,7 +314,7 @@ func Run(ctx context.Context, c Host, l ledger.Ledger, req Request) (*Result, er
 	if s.policy == nil {
 		s.policy = []string{}
 	}
-	return s.suspend(snapshot.WithProgress(ctx, req.Progress))
+	return s.suspend(ctx)
 }
 
 // suspension is one call of Run.
@@ -597,7 +597,7 @@ func (s *suspension) diff(ctx context.Context, base snapshot.Base) ([]snapshot.L
 		p.Phase("diff", -1)
 	}
 	if len(below) > 0 && (s.req.Flatten || len(below)+1 > snapshot.MaxLayers) {
-		layer, err := s.c.CreateFlatDiff(ctx, s.res.Lease, s.ctr, base.DiffIDs)
+		layer, err := s.c.CreateFlatDiff(ctx, s.res.Lease, s.ctr, base.DiffIDs, s.req.Progress)
 		if err != nil {
 			return nil, fmt.Errorf("suspend: flattened diff of container %q (snapshot %s/%s against base %s): %w",
 				s.ctr.ID, s.ctr.Snapshotter, s.ctr.SnapshotKey, base.ManifestDigest, err)
@@ -605,7 +605,7 @@ func (s *suspension) diff(ctx context.Context, base snapshot.Base) ([]snapshot.L
 		s.res.Flattened = true
 		return []snapshot.Layer{layer}, nil
 	}
-	layer, err := s.c.CreateDiff(ctx, s.res.Lease, s.ctr)
+	layer, err := s.c.CreateDiff(ctx, s.res.Lease, s.ctr, s.req.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("suspend: diff of container %q (snapshot %s/%s): %w", s.ctr.ID, s.ctr.Snapshotter, s.ctr.SnapshotKey, err)
 	}
