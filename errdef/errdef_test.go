@@ -18,7 +18,7 @@ func TestNew(t *testing.T) {
 	if !errors.Is(fmt.Errorf("x: %w", err), errdef.ErrSnapshotMissing) || errors.Is(err, errdef.ErrBadInput) {
 		t.Errorf("%v matches the wrong classes", err)
 	}
-	if got := errdef.Class(fmt.Errorf("x: %w", err)); got != errdef.ErrSnapshotMissing {
+	if got := errdef.Class(fmt.Errorf("x: %w", err)); !errors.Is(got, errdef.ErrSnapshotMissing) {
 		t.Errorf("Class = %v, want snapshot-missing", got)
 	}
 }
@@ -38,7 +38,7 @@ func TestClassPrecedence(t *testing.T) {
 		{fmt.Errorf("%w", errdef.ErrUsage), errdef.ErrUsage},
 	}
 	for _, tt := range tests {
-		if got := errdef.Class(tt.err); got != tt.want {
+		if got := errdef.Class(tt.err); !errors.Is(got, tt.want) {
 			t.Errorf("Class(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}

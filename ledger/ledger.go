@@ -665,7 +665,7 @@ func (e *Error) Error() string {
 // Unwrap returns e's class; a bad-input refusal also matches
 // errdefs.ErrInvalidArgument.
 func (e *Error) Unwrap() []error {
-	if e.Class == errdef.ErrBadInput {
+	if errors.Is(e.Class, errdef.ErrBadInput) {
 		return []error{e.Class, errdefs.ErrInvalidArgument}
 	}
 	return []error{e.Class}

@@ -73,7 +73,7 @@ func TestErrorClasses(t *testing.T) {
 	req := ledger.ClaimRequest{Run: "demo-1", Generation: 2, Ref: ref2,
 		Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "inc-2"}, PID: 9}}
 	_, changed, err := ledger.Apply(&cur, ledger.ClaimOp{ClaimRequest: req}, when)
-	if changed || !errors.Is(err, errdef.ErrClaimConflict) || errors.Is(err, errdef.ErrSuperseded) || errdef.Class(err) != errdef.ErrClaimConflict {
+	if changed || !errors.Is(err, errdef.ErrClaimConflict) || errors.Is(err, errdef.ErrSuperseded) || !errors.Is(errdef.Class(err), errdef.ErrClaimConflict) {
 		t.Fatalf("claim of a live run: %v", err)
 	}
 	for _, s := range []string{`"demo-1"`, "claim-conflict", `"inc-1"`, `"host-a"`, "fence 3"} {
@@ -195,7 +195,7 @@ func TestApplyDoesNotModifyTurn3(t *testing.T) {
 		t.Fatalf("claim of a handed-off generation: %v", err)
 	}
 	_, _, err = ledger.Apply(nil, ledger.HandOffRequest{Run: "demo-1", Generation: 1, Ref: ref2, RunUID: uid, To: "h", Host: "h"}, when)
-	if !errors.Is(err, errdef.ErrBadInput) || !errdefs.IsInvalidArgument(err) || errdef.Class(err) != errdef.ErrBadInput {
+	if !errors.Is(err, errdef.ErrBadInput) || !errdefs.IsInvalidArgument(err) || !errors.Is(errdef.Class(err), errdef.ErrBadInput) {
 		t.Fatalf("a handoff to this host: %v", err)
 	}
 }

@@ -83,7 +83,7 @@ func TestHandoffExportImport(t *testing.T) {
 	if !bytes.Equal(a1, a2) {
 		t.Error("a retried export wrote other bytes")
 	}
-	if _, err := h.export(t, "host-c"); errdef.Class(err) != errdef.ErrClaimConflict {
+	if _, err := h.export(t, "host-c"); !errors.Is(errdef.Class(err), errdef.ErrClaimConflict) {
 		t.Errorf("second handoff to another host: %v, want claim-conflict", err)
 	}
 	if _, err := h.export(t, "host-a"); !errors.Is(err, errdef.ErrSuperseded) && !errors.Is(err, errdef.ErrClaimConflict) && !errors.Is(err, errdef.ErrBadInput) {
@@ -119,7 +119,7 @@ func TestHandoffExportImport(t *testing.T) {
 	// A third host: 9, nothing stored.
 	sc, lc := memhost.New(snapshot.Host{}), lfake.New()
 	_, err = migrate.Import(ctx, sc, bytes.NewReader(a1), h.both, migrate.WithReceiver(&migrate.Receiver{Ledger: lc, Host: "host-c"}))
-	if errdef.Class(err) != errdef.ErrSuperseded || ledger.CodeOf(err) != ledger.ReasonHandedOff {
+	if !errors.Is(errdef.Class(err), errdef.ErrSuperseded) || ledger.CodeOf(err) != ledger.ReasonHandedOff {
 		t.Errorf("import on a third host: %v, want superseded (handed-off)", err)
 	}
 	if sc.Len() != 0 || len(sc.Leases()) != 0 {

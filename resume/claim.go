@@ -50,12 +50,12 @@ func (s *state) targetID() string {
 // ledgerClass maps a ledger refusal to the verdict's class; ok is false
 // for an error that is not a refusal (a storage error: internal).
 func ledgerClass(err error) (Class, bool) {
-	switch errdef.Class(err) {
-	case errdef.ErrSuperseded:
+	switch c := errdef.Class(err); {
+	case errors.Is(c, errdef.ErrSuperseded):
 		return ClassSuperseded, true
-	case errdef.ErrForked:
+	case errors.Is(c, errdef.ErrForked):
 		return ClassForked, true
-	case errdef.ErrClaimConflict:
+	case errors.Is(c, errdef.ErrClaimConflict):
 		return ClassClaimConflict, true
 	}
 	return "", false

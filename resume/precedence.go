@@ -38,7 +38,7 @@ func (s *state) precedence(ctx context.Context, v *Verdict, failed string) {
 		Holder:   ledger.Holder{Container: ledger.Container{Host: host, Namespace: s.facts.Namespace(), ID: s.targetID()}},
 		TakeOver: s.req.TakeOver, RunUID: s.ref.RunUID, Parent: s.ref.Parent, Ancestors: s.ref.Ancestors, Copy: s.req.Copy}
 	_, _, perr := ledger.Apply(&rec, ledger.ClaimOp{ClaimRequest: req}, time.Now())
-	if errdef.Class(perr) != errdef.ErrSuperseded || ledger.CodeOf(perr) == ledger.ReasonNotHandedOff {
+	if !errors.Is(errdef.Class(perr), errdef.ErrSuperseded) || ledger.CodeOf(perr) == ledger.ReasonNotHandedOff {
 		return
 	}
 	v.Class, v.ExitCode, v.Reason = ClassSuperseded, ClassSuperseded.Code(), ledger.CodeOf(perr)

@@ -425,7 +425,7 @@ func TestSuspendLedgerOutcomes(t *testing.T) {
 		}
 		_, err := suspend.Run(ctx, f, l, e.req("Box-1", "r"))
 		var le *ledger.Error
-		if !errors.Is(err, suspend.ErrRunConflict) || !errors.As(err, &le) || le.Class != errdef.ErrClaimConflict {
+		if !errors.Is(err, suspend.ErrRunConflict) || !errors.As(err, &le) || !errors.Is(le.Class, errdef.ErrClaimConflict) {
 			t.Fatalf("err = %v, want a claim-conflict refusal", err)
 		}
 		notRecorded(t, f, e, inner)

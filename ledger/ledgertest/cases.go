@@ -366,7 +366,7 @@ func testClaimRefusalOrder(t *testing.T, s *suite) {
 			before, existed := r.st.build(s)
 			_, err := s.b.Claim(s.ctx(), r.req)
 			e := s.refused(err, r.class, before, existed)
-			if r.class == errdef.ErrSuperseded && e.Record.State != ledger.StateDiscarded && e.Record.Generation <= r.req.Generation {
+			if errors.Is(r.class, errdef.ErrSuperseded) && e.Record.State != ledger.StateDiscarded && e.Record.Generation <= r.req.Generation {
 				t.Fatalf("superseded names %s, neither a discard nor a newer generation", js(*e.Record))
 			}
 		})
@@ -892,7 +892,7 @@ func testWalk(t *testing.T, s *suite) {
 			got, err = s.b.Purge(s.ctx(), op.Run)
 		}
 		desc := fmt.Sprintf("seed %d step %d: %s %+v on %v", sd, i, ledger.OpName(op), op, cur)
-		if errdef.Class(err) != errdef.Class(wantErr) || (err == nil) != (wantErr == nil) {
+		if !errors.Is(errdef.Class(err), errdef.Class(wantErr)) || (err == nil) != (wantErr == nil) {
 			t.Fatalf("%s: error %v, the table says %v", desc, err, wantErr)
 		}
 		expect := ledger.Record{}

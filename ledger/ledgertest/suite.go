@@ -218,11 +218,11 @@ func (s *suite) refused(err error, class error, before ledger.Record, existed bo
 	if !errors.As(err, &e) {
 		s.t.Fatalf("want *ledger.Error of class %s, got %T: %v", class, err, err)
 	}
-	if e.Class != class || !errors.Is(err, class) || errdef.Class(err) != class {
+	if !errors.Is(e.Class, class) || !errors.Is(err, class) || !errors.Is(errdef.Class(err), class) {
 		s.t.Fatalf("want class %s, got %s: %v", class, e.Class, err)
 	}
 	for _, other := range sentinels {
-		if other != class && errors.Is(err, other) {
+		if !errors.Is(other, class) && errors.Is(err, other) {
 			s.t.Fatalf("%v matches %s too", err, other)
 		}
 	}
@@ -233,7 +233,7 @@ func (s *suite) refused(err error, class error, before ledger.Record, existed bo
 		if e.Record == nil || !Equal(*e.Record, before) {
 			s.t.Fatalf("refusal carries record %v, want %s", e.Record, js(before))
 		}
-		if h := before.Holder; h != nil && class == errdef.ErrClaimConflict &&
+		if h := before.Holder; h != nil && errors.Is(class, errdef.ErrClaimConflict) &&
 			(!strings.Contains(err.Error(), strconv.Quote(h.Host)) || !strings.Contains(err.Error(), strconv.Quote(h.ID))) {
 			s.t.Fatalf("claim-conflict does not name the holder %s and its host: %v", h, err)
 		}
