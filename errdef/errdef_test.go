@@ -43,3 +43,16 @@ func TestClassPrecedence(t *testing.T) {
 		}
 	}
 }
+
+// A package wraps a class with context, or exports a finer sentinel of a
+// class with New; a caller tells the classes apart with errors.Is, and
+// Class names the one an error carries.
+func ExampleClass() {
+	errDiffCorrupt := errdef.New(errdef.ErrSnapshotMissing, "rootfs diff corrupt")
+	err := fmt.Errorf("layer sha256:abc: %w", errDiffCorrupt)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, errdef.ErrSnapshotMissing), errdef.Class(err))
+	// Output:
+	// layer sha256:abc: rootfs diff corrupt
+	// true snapshot content missing
+}
