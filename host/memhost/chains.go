@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -11,6 +12,13 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
+
+// chainSnap is a chain snapshot CommitChain recorded: its labels and the
+// chain snapshot it is on ("" for none).
+type chainSnap struct {
+	labels map[string]string
+	parent digest.Digest
+}
 
 // CommitChain implements host.Containers in memory: the chain snapshot
 // identity.ChainID(chain) is recorded with the labels and held by the
@@ -54,7 +62,7 @@ func (h *Machine) CommitChain(ctx context.Context, leaseID string, sc snapshot.C
 		l.chains = map[digest.Digest]bool{}
 	}
 	l.chains[name] = true
-	h.chains[name] = maps.Clone(labels)
+	h.chains[name] = chainSnap{labels: maps.Clone(labels), parent: digest.Digest(parent)}
 	c.parent = name.String()
 	return true, nil
 }
@@ -67,11 +75,11 @@ func (h *Machine) ChainSnapshot(ctx context.Context, chain []digest.Digest) (map
 		return nil, err
 	}
 	defer h.mu.Unlock()
-	labels, ok := h.chains[identity.ChainID(chain)]
+	cs, ok := h.chains[identity.ChainID(chain)]
 	if !ok {
 		return nil, notFound("chain snapshot %s", identity.ChainID(chain))
 	}
-	return maps.Clone(labels), nil
+	return maps.Clone(cs.labels), nil
 }
 
 // ReleaseChain implements host.Leases: the lease no longer holds the
@@ -99,8 +107,23 @@ func (h *Machine) RemoveChain(chain []digest.Digest) {
 	delete(h.chains, identity.ChainID(chain))
 }
 
-// gcChains removes the chain snapshots that no lease holds and no
-// container's snapshot is on.
+// LeaseChains returns the chain snapshots (by chain id) the lease holds,
+// sorted; nil when the lease does not exist.
+func (h *Machine) LeaseChains(leaseID string) []digest.Digest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l, ok := h.leases[leaseID]
+	if !ok {
+		return nil
+	}
+	out := slices.Collect(maps.Keys(l.chains))
+	slices.Sort(out)
+	return out
+}
+
+// gcChains removes the chain snapshots that no lease holds, no
+// container's snapshot is on and no kept chain snapshot is on, as
+// containerd's garbage collection would.
 func (h *Machine) gcChains() {
 	keep := map[digest.Digest]bool{}
 	for _, l := range h.leases {
@@ -111,6 +134,14 @@ func (h *Machine) gcChains() {
 	for _, c := range h.containers {
 		if c.parent != "" {
 			keep[digest.Digest(c.parent)] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for d := range keep {
+			if p := h.chains[d].parent; p != "" && !keep[p] {
+				keep[p], changed = true, true
+			}
 		}
 	}
 	for d := range h.chains {

@@ -108,7 +108,7 @@ type Machine struct {
 	leases     map[string]*lease
 	refs       map[string]map[digest.Digest]bool // StoreRef: run → ref digests
 	containers map[string]*container
-	chains     map[digest.Digest]map[string]string // CommitChain: chain id → labels
+	chains     map[digest.Digest]chainSnap // CommitChain: by chain id
 	alive      func(pid int, start, boot string) bool
 	hostNS     func(nsType, path string) bool
 	nextPID    uint32
@@ -142,7 +142,7 @@ func New(h snapshot.Host) *Machine {
 		leases:     map[string]*lease{},
 		refs:       map[string]map[digest.Digest]bool{},
 		containers: map[string]*container{},
-		chains:     map[digest.Digest]map[string]string{},
+		chains:     map[digest.Digest]chainSnap{},
 		nextPID:    4000,
 	}
 }
