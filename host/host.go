@@ -241,10 +241,12 @@ type Containers interface {
 	// c keeps an identical rootfs (docs/design.md "Resume on the same host
 	// without extracting"). c's snapshot parent must be
 	// identity.ChainID(chain[:len(chain)-1]), else
-	// errdefs.ErrFailedPrecondition and nothing is done. It reports false
-	// and does nothing when a chain snapshot of that id exists; when the
-	// key is missing beside an existing chain snapshot (a commit whose
-	// prepare did not happen) it prepares the key and reports false.
+	// errdefs.ErrFailedPrecondition and nothing is done. When a chain
+	// snapshot of that id exists (an earlier attempt's, an extract's,
+	// another run's with the same layers) it commits nothing, reports
+	// false and only makes the lease hold it; when the key is missing
+	// beside it (a commit whose prepare did not happen) it prepares the
+	// key again.
 	CommitChain(ctx context.Context, lease string, c snapshot.Container, chain []digest.Digest, labels map[string]string) (bool, error)
 	// ChainSnapshot returns the labels of the committed chain snapshot
 	// identity.ChainID(chain) on the host's default snapshotter; an absent

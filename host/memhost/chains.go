@@ -23,7 +23,7 @@ type chainSnap struct {
 // CommitChain implements host.Containers in memory: the chain snapshot
 // identity.ChainID(chain) is recorded with the labels and held by the
 // lease, and the container's snapshot then reports it as its parent (its
-// files do not change).
+// files do not change); one that exists is only held by the lease.
 func (h *Machine) CommitChain(ctx context.Context, leaseID string, sc snapshot.Container, chain []digest.Digest, labels map[string]string) (bool, error) {
 	if err := h.enter(ctx, OpCommitChain); err != nil {
 		return false, err
@@ -33,7 +33,15 @@ func (h *Machine) CommitChain(ctx context.Context, leaseID string, sc snapshot.C
 		return false, fmt.Errorf("commit the snapshot of container %q: no chain: %w", sc.ID, errdefs.ErrInvalidArgument)
 	}
 	name := identity.ChainID(chain)
+	l, err := h.lease(leaseID)
+	if err != nil {
+		return false, err
+	}
+	if l.chains == nil {
+		l.chains = map[digest.Digest]bool{}
+	}
 	if _, ok := h.chains[name]; ok {
+		l.chains[name] = true
 		return false, nil
 	}
 	c, err := h.container(sc.ID)
@@ -53,13 +61,6 @@ func (h *Machine) CommitChain(ctx context.Context, leaseID string, sc snapshot.C
 	}
 	if cur != parent {
 		return false, fmt.Errorf("container %q: snapshot on %q, not on %s: %w", sc.ID, cur, parent, errdefs.ErrFailedPrecondition)
-	}
-	l, err := h.lease(leaseID)
-	if err != nil {
-		return false, err
-	}
-	if l.chains == nil {
-		l.chains = map[digest.Digest]bool{}
 	}
 	l.chains[name] = true
 	h.chains[name] = chainSnap{labels: maps.Clone(labels), parent: digest.Digest(parent)}

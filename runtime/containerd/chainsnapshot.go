@@ -42,9 +42,13 @@ func (r *Runtime) CommitChain(ctx context.Context, lease string, c snapshot.Cont
 	name := identity.ChainID(chain).String()
 	parent := identity.ChainID(chain[:len(chain)-1]).String()
 	if _, err := sn.Stat(ctx, name); err == nil {
-		// Committed already (an earlier attempt, or an extract of the same
-		// chain): nothing to commit; the key is re-prepared only when the
+		// Committed already (an earlier attempt, an extract of the same
+		// chain, another run with the same layers): nothing to commit; the
+		// lease holds it too, and the key is re-prepared only when the
 		// earlier attempt stopped between the commit and the prepare.
+		if err := r.client.LeasesService().AddResource(ctx, leases.Lease{ID: lease}, leases.Resource{ID: name, Type: "snapshots/" + snName}); err != nil {
+			return false, fmt.Errorf("hold chain snapshot %s/%s under lease %s: %w", snName, name, lease, native(err))
+		}
 		if _, err := sn.Stat(ctx, c.SnapshotKey); errdefs.IsNotFound(native(err)) {
 			if _, err := sn.Prepare(ctx, c.SnapshotKey, name); err != nil {
 				return false, fmt.Errorf("prepare snapshot %s/%s on %s again: %w", snName, c.SnapshotKey, name, native(err))
