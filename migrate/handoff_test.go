@@ -181,9 +181,7 @@ func TestHandoffStatementOfAnotherRef(t *testing.T) {
 	m.Layers[len(m.Layers)-1] = ocispec.Descriptor{MediaType: migrate.MediaTypeHandoff, Digest: digest.FromBytes(b), Size: int64(len(b))}
 	body, _ := json.Marshal(m)
 	src := &mapSource{blobs: map[digest.Digest][]byte{digest.FromBytes(b): b, digest.FromBytes(art.RefFile): art.RefFile}}
-	for _, l := range m.Layers[:len(m.Layers)-1] {
-		src.sizes = append(src.sizes, l)
-	}
+	src.sizes = append(src.sizes, m.Layers[:len(m.Layers)-1]...)
 	_, err = migrate.CheckArtifactManifest(src, ocispec.Descriptor{Digest: digest.FromBytes(body), Size: int64(len(body))}, body, h.both)
 	if !errors.Is(err, migrate.ErrStatementRefused) || !errors.Is(err, migrate.ErrArtifactRefused) {
 		t.Errorf("statement of another ref: %v, want ErrStatementRefused", err)

@@ -77,12 +77,11 @@ func cliJSONError(t testing.TB, stdout []byte) (class, reason, message string) {
 // handoffHosts is three daemons with their own ledgers, a pinned run
 // environment and the hosts' ids.
 type handoffHosts struct {
-	a, b, c          *genRig
-	hostA, hostB     string
-	hostC            string
-	dir              string
-	bb               harness.BusyboxImage
-	suspendedRunning string // the container suspended on A
+	a, b, c      *genRig
+	hostA, hostB string
+	hostC        string
+	dir          string
+	bb           harness.BusyboxImage
 }
 
 func newHandoffHosts(t *testing.T, names ...string) *handoffHosts {
