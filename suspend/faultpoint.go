@@ -20,6 +20,8 @@ import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 //	recorded  the ledger recorded the generation, no ref file yet
 //	written   the ref file is written, the task still paused
 //	stop      the task is stopped (or resumed), the container still labelled suspending
+//	chain-committed  (runtime/containerd) the stopped container's snapshot is
+//	          committed as the chain snapshot, its key not prepared again yet
 //	chained   the stopped container's snapshot is committed as the chain
 //	          snapshot of the generation (when it is), the container still
 //	          labelled suspending

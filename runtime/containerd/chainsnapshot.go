@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -18,6 +19,11 @@ import (
 // the same host without extracting": a suspend commits the container's
 // active snapshot under the chain id of the generation it wrote, and a
 // resume on this host finds it (rootfs.ApplyLayers then extracts nothing).
+
+// labelChainFrom labels a chain snapshot CommitChain committed with the
+// snapshot key it was committed from, so that a suspend killed between
+// the commit and the prepare of the key finds it (reprepare).
+const labelChainFrom = snapshot.LabelPrefix + "chain.from"
 
 // CommitChain implements host.Containers: the stopped container's active
 // snapshot is committed (Snapshotter.Commit under the lease, which then
@@ -68,13 +74,19 @@ func (r *Runtime) CommitChain(ctx context.Context, lease string, c snapshot.Cont
 	}
 	old := maps.Clone(st.Labels)
 	lctx := leases.WithLease(ctx, lease)
-	if err := sn.Commit(lctx, name, c.SnapshotKey, snapshots.WithLabels(labels)); err != nil {
+	committed := maps.Clone(labels)
+	if committed == nil {
+		committed = map[string]string{}
+	}
+	committed[labelChainFrom] = c.SnapshotKey
+	if err := sn.Commit(lctx, name, c.SnapshotKey, snapshots.WithLabels(committed)); err != nil {
 		return false, fmt.Errorf("commit snapshot %s/%s as chain snapshot %s: %w", snName, c.SnapshotKey, name, native(err))
 	}
 	got, err := sn.Stat(ctx, name)
 	if err != nil || got.Kind != snapshots.KindCommitted || got.Parent != parent {
 		return true, fmt.Errorf("commit snapshot %s/%s as %s: reads back as %+v, %v: %w", snName, c.SnapshotKey, name, got, err, errdefs.ErrDataLoss)
 	}
+	faultpoint.Reach("chain-committed") // test-only (suspend/faultpoint.go lists the steps)
 	var opts []snapshots.Opt
 	if len(old) > 0 {
 		opts = append(opts, snapshots.WithLabels(old))
@@ -100,10 +112,42 @@ func (r *Runtime) ChainSnapshot(ctx context.Context, chain []digest.Digest) (map
 	if st.Kind != snapshots.KindCommitted {
 		return nil, fmt.Errorf("chain snapshot %s/%s is %s, not committed: %w", snName, name, st.Kind, errdefs.ErrNotFound)
 	}
-	if st.Labels == nil {
-		return map[string]string{}, nil
+	labels := maps.Clone(st.Labels)
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	return st.Labels, nil
+	delete(labels, labelChainFrom)
+	return labels, nil
+}
+
+// reprepare prepares the snapshot key again on the chain snapshot that
+// CommitChain committed from it (labelChainFrom), when a suspend was
+// killed between the commit and the prepare: Container calls it for a
+// container labelled snapshot.LabelSuspending whose snapshot is missing.
+// errdefs.ErrNotFound when there is no such chain snapshot.
+func (r *Runtime) reprepare(ctx context.Context, snName, key string) (snapshots.Info, error) {
+	sn := r.client.SnapshotService(snName)
+	var found []string
+	err := sn.Walk(ctx, func(_ context.Context, i snapshots.Info) error {
+		if i.Kind == snapshots.KindCommitted && i.Labels[labelChainFrom] == key {
+			found = append(found, i.Name)
+		}
+		return nil
+	}, fmt.Sprintf("labels.%q==%s", labelChainFrom, key))
+	if err != nil {
+		return snapshots.Info{}, fmt.Errorf("snapshots committed from %s/%s: %w", snName, key, native(err))
+	}
+	if len(found) != 1 {
+		return snapshots.Info{}, fmt.Errorf("snapshot %s/%s: %d chain snapshots committed from it: %w", snName, key, len(found), errdefs.ErrNotFound)
+	}
+	if _, err := sn.Prepare(ctx, key, found[0]); err != nil && !errdefs.IsAlreadyExists(native(err)) {
+		return snapshots.Info{}, fmt.Errorf("prepare snapshot %s/%s on chain snapshot %s again: %w", snName, key, found[0], native(err))
+	}
+	st, err := sn.Stat(ctx, key)
+	if err != nil {
+		return snapshots.Info{}, fmt.Errorf("snapshot %s/%s: %w", snName, key, native(err))
+	}
+	return st, nil
 }
 
 // ReleaseChain implements host.Leases (LeasesService.DeleteResource of

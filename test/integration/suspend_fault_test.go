@@ -246,7 +246,7 @@ func wantAtStep(t *testing.T, step string, s faultState) {
 		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskPaused && s.suspend == "1"
 	case "stop":
 		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == "1" && s.stopped == "" && s.chain == ""
-	case "chained":
+	case "chain-committed", "chained":
 		// The stopped container's snapshot is committed as the chain
 		// snapshot too (docs/design.md "Resume on the same host without
 		// extracting"); the labels are not set yet.
@@ -456,7 +456,13 @@ func TestSuspendFaultTrials(t *testing.T) {
 // laterFaultSteps are the fault points of the suspend of an incarnation
 // (a later generation): those of generation 1 and the release of older
 // layers, after which the incarnation is deleted.
-var laterFaultSteps = append(slices.Clone(faultSteps), "released")
+//
+// chain-committed (between the commit of the incarnation's snapshot as the
+// chain snapshot and the prepare of its key) is reached only where the
+// chain snapshot did not exist yet: every generation here, while the
+// generation-1 trials all write the same layer, so only their first
+// commits it.
+var laterFaultSteps = append(slices.Insert(slices.Clone(faultSteps), len(faultSteps)-1, "chain-committed"), "released")
 
 // laterState is what a killed suspend of an incarnation writing
 // generation gen left.
@@ -571,7 +577,7 @@ func wantAtLaterStep(t *testing.T, step string, s laterState) {
 		ok = ok && after && s.refFile == nil && s.task == snapshot.TaskPaused && s.suspend == g
 	case "written":
 		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskPaused && s.suspend == g
-	case "stop", "chained", "released":
+	case "stop", "chain-committed", "chained", "released":
 		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == g
 	default:
 		t.Fatalf("unknown step %q", step)
