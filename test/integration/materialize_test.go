@@ -226,8 +226,9 @@ func TestMaterializeSeesPreSuspendFiles(t *testing.T) {
 		t.Errorf("the refused second resume created a container")
 	}
 
-	// discard (the run is live: --force), then resume: 7 (the diff is
-	// gone; the base image is stored).
+	// discard (the run is live: --force), then resume: 9 — the diff is
+	// gone (the snapshot check fails on its own), but the ledger says
+	// discarded and that takes precedence (docs/design.md "Hardening").
 	if _, code := runCLI(t, d, "discard", "--run", s.run); code != 8 {
 		t.Fatalf("discard of a live run without --force: exit %d, want 8", code)
 	}
@@ -235,8 +236,11 @@ func TestMaterializeSeesPreSuspendFiles(t *testing.T) {
 		t.Fatalf("discard exit %d", code)
 	}
 	code, v = resumeCLI(t, s, "--container", "third-"+s.run)
-	if code != 7 || v.Class != resume.ClassSnapshotMissing {
-		t.Errorf("resume after discard: exit %d %s; want 7", code, failDetail(v))
+	if code != 9 || v.Class != resume.ClassSuperseded {
+		t.Errorf("resume after discard: exit %d %s; want 9", code, failDetail(v))
+	}
+	if c := v.Check(resume.CheckSnapshot); c == nil || c.Result != resume.ResultFail {
+		t.Errorf("snapshot check after discard %+v, want its own failure kept", c)
 	}
 	if c := v.Check(resume.CheckImage); c == nil || c.Result != resume.ResultPass {
 		t.Errorf("image check after discard %+v, want pass (the base image is stored)", c)
@@ -315,8 +319,13 @@ func TestMaterializeWrongDiffID(t *testing.T) {
 
 // TestMaterializeTamperedBlob: the stored layer blob changed on disk (one
 // byte of the file in the daemon's content store, same size) is 7 before
-// anything is applied: the blob's digest is checked first (naming the
-// recorded digest), no container, no snapshot, the claim is released.
+// anything is applied when the layer is extracted: the blob's digest is
+// checked first (naming the recorded digest), no container, no snapshot,
+// the claim is released. On the suspend's own host the chain snapshot it
+// committed is used without hashing the blob (docs/design.md "Resume on
+// the same host without extracting": such a blob is found when the run
+// moves), so the test removes it first — with the stopped source
+// container on it — and the resume takes the extract's path.
 func TestMaterializeTamperedBlob(t *testing.T) {
 	d := harness.Start(t, "mattamper")
 	s := suspendRun(t, d, "tamper-1")
@@ -325,6 +334,16 @@ func TestMaterializeTamperedBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := s.openRef(t, file)
+	src, err := d.Client.LoadContainer(d.Context(t), d.ID("src-"+s.run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Delete(d.Context(t), client.WithSnapshotCleanup); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Client.SnapshotService("overlayfs").Remove(d.Context(t), chainName(ref)); err != nil {
+		t.Fatalf("remove the chain snapshot of %s: %v", s.run, err)
+	}
 	p := filepath.Join(d.Root, "io.containerd.content.v1.content", "blobs", "sha256", ref.Layers[0].Digest.Encoded())
 	b, err := os.ReadFile(p)
 	if err != nil {
