@@ -90,7 +90,7 @@ func testCommitChain(t *testing.T, f CaptureFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c)
+	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
