@@ -118,6 +118,10 @@ type Request struct {
 	// resumed from plus its own diff. A generation whose layers would
 	// exceed snapshot.MaxLayers is flattened anyway.
 	Flatten bool
+	// Memory checkpoints the task's memory after the pause and before the
+	// diff (docs/design.md "Memory"; memory.go): the ref records it and a
+	// resume restores the process instead of restarting it.
+	Memory bool
 	// KeepGenerations is how many of the run's latest generations (this
 	// one included) keep their layers under the run lease; the layers no
 	// longer named by any of them are released from it once this
@@ -511,6 +515,10 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		return nil, s.undo(ctx, err, undoLabels)
 	}
 	faultPoint("pause")
+	mem, err := s.checkpoint(ctx)
+	if err != nil {
+		return nil, s.undo(ctx, err, undoLabels)
+	}
 	layers, err := s.diff(ctx, base)
 	if err != nil {
 		return nil, s.undo(ctx, err, undoLabels)
@@ -538,6 +546,7 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		KeptRunning: s.req.KeepRunning,
 		Created:     created,
 		RunUID:      s.runUID, // lease (generation 1) or laterRunUID
+		Memory:      mem,
 	}
 	if p := s.parent; p != nil {
 		// Copied from the parent (docs/design.md "SnapshotRef"); the
