@@ -208,6 +208,9 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	v.Container = spec.ID
 	v.NotApplied = s.notApplied()
 
+	if s.restoresMemory() {
+		return s.restore(ctx, v, spec.ID, detail)
+	}
 	if opt.Start {
 		pid, serr := m.StartTask(ctx, spec.ID)
 		if serr != nil {
