@@ -1,0 +1,254 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/resume"
+	"github.com/sandbox-resume/sandbox-resume/snapshot"
+	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
+)
+
+// counterScript counts in the shell variable i only; /out/count is a view
+// of it, written atomically.
+const counterScript = `i=0; while :; do i=$((i+1)); echo $i >/out/count.tmp && mv /out/count.tmp /out/count; sleep 0.05; done`
+
+// memoryContainer creates container d.ID(id) from image name running
+// counterScript with /out bound to out, its stdio creator io (cio.NullIO:
+// /dev/null, which CRIU dumps), and waits until it counted to 5.
+func memoryContainer(t *testing.T, d *harness.Daemon, name, id, out string, io cio.Creator) string {
+	t.Helper()
+	ctx := d.Context(t)
+	img, err := d.Client.GetImage(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := img.Unpack(ctx, "overlayfs"); err != nil {
+		t.Fatal(err)
+	}
+	cid := d.ID(id)
+	c, err := d.Client.NewContainer(ctx, cid, client.WithImage(img), client.WithSnapshotter("overlayfs"),
+		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", counterScript),
+			oci.WithMounts([]specs.Mount{{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}}})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := c.NewTask(ctx, io)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitCounter(t, filepath.Join(out, "count"), "the counter starting", func(n int) bool { return n >= 5 })
+	return cid
+}
+
+// memoryRun is one run suspended with --memory: its ref file and the
+// counter's values before the suspend and at its end.
+type memoryRun struct {
+	env          suspendEnv
+	cid, out     string
+	refPath      string
+	ref          *snapshot.Ref
+	before, last int
+}
+
+// suspendMemory starts a counter container and suspends it with --memory
+// (stopping it).
+func suspendMemory(t *testing.T, d *harness.Daemon, id string) *memoryRun {
+	t.Helper()
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	m := &memoryRun{env: newSuspendEnv(t, "busybox:1"), out: t.TempDir()}
+	m.cid = memoryContainer(t, d, im.Name, id, m.out, cio.NullIO)
+	count := filepath.Join(m.out, "count")
+	m.before = readCounter(count)
+	m.refPath = filepath.Join(m.env.dir, "g1.ref.json")
+	began := time.Now()
+	if out, code := runCLI(t, d, "--output", "json", "suspend", "--container", m.cid, "--config", m.env.cfg, "--key", m.env.key, "--memory", "--out", m.refPath); code != 0 {
+		t.Fatalf("suspend --memory: exit %d: %s\ndaemon log:\n%s", code, out, d.Log())
+	}
+	t.Logf("suspend --memory: %s", time.Since(began))
+	file, err := os.ReadFile(m.refPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ref, err = snapshot.OpenRef(file, m.env.trust); err != nil {
+		t.Fatal(err)
+	}
+	// The task was killed after the record: the counter stands still.
+	m.last = readCounter(count)
+	time.Sleep(300 * time.Millisecond)
+	if n := readCounter(count); n != m.last {
+		t.Fatalf("the counter went on from %d to %d after suspend --memory stopped the task", m.last, n)
+	}
+	if err := os.Remove(count); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// resumeVerdict runs resume with args and decodes its JSON verdict.
+func resumeVerdict(t *testing.T, d *harness.Daemon, m *memoryRun, args ...string) (int, *resume.Verdict) {
+	t.Helper()
+	args = append([]string{"--output", "json", "resume", "--ref", m.refPath, "--config", m.env.cfg, "--trust", m.env.pub}, args...)
+	out, code := runCLI(t, d, args...)
+	var v resume.Verdict
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("resume verdict: %v\n%s", err, out)
+	}
+	return code, &v
+}
+
+// checkResult returns the verdict's check name.
+func checkResult(t *testing.T, v *resume.Verdict, name string) resume.CheckResult {
+	t.Helper()
+	for _, c := range v.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q in the verdict %+v", name, v.Checks)
+	return resume.CheckResult{}
+}
+
+// TestMemorySuspendResume: a shell counter held only in a variable goes on
+// after `suspend --memory` and `resume` on the same host (docs/design.md
+// "Memory"): the ref records the CRIU image (format criu/1, one blob, the
+// CRIU version and digest, the kernel and the CPU), resume --check reports
+// check 12, the resumed task writes the checkpointed value + 1 first, and a
+// second resume of the same generation is 8 (no second copy of the
+// process).
+func TestMemorySuspendResume(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "memory")
+	m := suspendMemory(t, d, "counter")
+	mem := m.ref.Memory
+	if mem == nil || mem.Format != snapshot.MemoryFormatCRIU || len(mem.Blobs) != 1 || mem.Blobs[0].MediaType != snapshot.MediaTypeMemoryCRIU ||
+		mem.Runtime.Tool != snapshot.MemoryToolCRIU || !strings.HasPrefix(mem.Runtime.Version, "4.") || mem.Runtime.BinaryDigest == "" ||
+		mem.Host.Kernel == "" || mem.Host.CPU.Vendor == "" || len(mem.Host.CPU.Flags) == 0 {
+		t.Fatalf("memory %+v: want one criu/1 blob, CRIU 4.x with its digest, the kernel and the CPU", mem)
+	}
+	t.Logf("memory image %d bytes; CRIU %s; kernel %s; %s %d/%d, %d flags", mem.Blobs[0].Size, mem.Runtime.Version, mem.Host.Kernel,
+		mem.Host.CPU.Vendor, mem.Host.CPU.Family, mem.Host.CPU.Model, len(mem.Host.CPU.Flags))
+
+	code, v := resumeVerdict(t, d, m, "--check")
+	if code != 0 || !v.Accepted || v.Pid != 0 {
+		t.Fatalf("resume --check: exit %d %+v", code, v)
+	}
+	if c := checkResult(t, v, resume.CheckMemory); c.Result != resume.ResultPass || !strings.Contains(c.Detail, "restorable") {
+		t.Fatalf("check 12 under --check: %+v", c)
+	}
+	if n := readCounter(filepath.Join(m.out, "count")); n != -1 {
+		t.Fatalf("resume --check restored something: the counter wrote %d", n)
+	}
+
+	began := time.Now()
+	code, v = resumeVerdict(t, d, m)
+	if code != 0 || !v.Accepted || v.Pid == 0 || v.Materialize == nil || !strings.Contains(v.Materialize.Detail, "task restored") {
+		t.Fatalf("resume: exit %d %+v (materialize %+v)\ndaemon log:\n%s", code, v, v.Materialize, d.Log())
+	}
+	count := filepath.Join(m.out, "count")
+	first := waitCounter(t, count, "after the resume", func(int) bool { return true })
+	t.Logf("resume to the first write: %s; counter %d before the suspend, %d at its end, %d first after the resume", time.Since(began), m.before, m.last, first)
+	if first <= m.before || first > m.last+1 {
+		t.Fatalf("the restored task wrote %d first; want a value in (%d, %d] (its memory at the checkpoint + 1; a restart writes 1)", first, m.before, m.last+1)
+	}
+	waitCounter(t, count, "the restored task counting on", func(n int) bool { return n > first+2 })
+
+	// A second restore of the same generation is refused: the run is live.
+	code, v = resumeVerdict(t, d, m, "--container", d.ID("second"))
+	if code != 8 || v.Accepted || v.Class != resume.ClassClaimConflict {
+		t.Fatalf("second resume of the memory generation: exit %d class %q, want 8 claim-conflict", code, v.Class)
+	}
+}
+
+// TestMemoryNoMemoryRestarts: `resume --no-memory` of a memory generation
+// restores the filesystem and restarts the process from its args (the
+// counter starts again at 1), and check 12 says so.
+func TestMemoryNoMemoryRestarts(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "nomemory")
+	m := suspendMemory(t, d, "counter")
+	code, v := resumeVerdict(t, d, m, "--no-memory", "--start")
+	if code != 0 || !v.Accepted || v.Pid == 0 {
+		t.Fatalf("resume --no-memory --start: exit %d %+v", code, v)
+	}
+	if c := checkResult(t, v, resume.CheckMemory); c.Result != resume.ResultPass || !strings.Contains(c.Detail, "not restored (--no-memory)") {
+		t.Fatalf("check 12 under --no-memory: %+v", c)
+	}
+	first := waitCounter(t, filepath.Join(m.out, "count"), "after the restart", func(int) bool { return true })
+	if first >= m.before {
+		t.Fatalf("the restarted task wrote %d first; a restart counts from 1 (the checkpoint held %d…%d)", first, m.before, m.last)
+	}
+}
+
+// TestMemoryCPUFlagsIncompatible: a ref whose recorded CPU flags this
+// host lacks (edited, then signed with the run's key) is refused at check
+// 12: exit 10, memory-incompatible, naming the field and the flag.
+func TestMemoryCPUFlagsIncompatible(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "memflags")
+	m := suspendMemory(t, d, "counter")
+	const flag = "zz_sandbox_resume_no_such_flag"
+	m.ref.Memory.Host.CPU.Flags = append(m.ref.Memory.Host.CPU.Flags, flag)
+	slices.Sort(m.ref.Memory.Host.CPU.Flags)
+	key, err := envelope.LoadPrivateKey(m.env.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := snapshot.SignRef(m.ref, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.refPath = filepath.Join(m.env.dir, "edited.ref.json")
+	if err := os.WriteFile(m.refPath, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, v := resumeVerdict(t, d, m)
+	if code != 10 || v.Accepted || v.Class != resume.ClassMemoryIncompatible {
+		t.Fatalf("resume of a ref recording a CPU flag this host lacks: exit %d class %q, want 10 memory-incompatible", code, v.Class)
+	}
+	if c := checkResult(t, v, resume.CheckMemory); c.Result != resume.ResultFail || !strings.Contains(c.Detail, "/ref/memory/host/cpu/flags") || !strings.Contains(c.Detail, flag) {
+		t.Fatalf("check 12: %+v, want a failure naming the field and %s", c, flag)
+	}
+	if n := readCounter(filepath.Join(m.out, "count")); n != -1 {
+		t.Fatalf("a refused resume restored the task: the counter wrote %d", n)
+	}
+}
+
+// TestMemoryRefusesHostFileStdout: a task whose stdout is a host file
+// cannot be dumped; suspend --memory refuses it (exit 1, naming stdout and
+// the file) and the workload goes on counting.
+func TestMemoryRefusesHostFileStdout(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "memstdout")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	env := newSuspendEnv(t, "busybox:1")
+	out := t.TempDir()
+	cid := memoryContainer(t, d, im.Name, "logged", out, cio.LogFile(filepath.Join(t.TempDir(), "task.log")))
+	cmdOut, code := runCLI(t, d, "--output", "json", "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--memory", "--out", filepath.Join(env.dir, "ref.json"))
+	if code != 1 || !strings.Contains(cmdOut, "stdout") || !strings.Contains(cmdOut, "task.log") {
+		t.Fatalf("suspend --memory of a task logging to a host file: exit %d %s, want 1 naming stdout and the file", code, cmdOut)
+	}
+	if _, err := os.Stat(filepath.Join(env.dir, "ref.json")); err == nil {
+		t.Fatal("a refused suspend wrote a ref file")
+	}
+	n := readCounter(filepath.Join(out, "count"))
+	waitCounter(t, filepath.Join(out, "count"), "the workload after the refusal", func(m int) bool { return m > n+2 })
+}
