@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/host/hosttest"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -27,7 +29,7 @@ const counterScript = `i=0; while :; do i=$((i+1)); echo $i >/out/count.tmp && m
 // memoryContainer creates container d.ID(id) from image name running
 // counterScript with /out bound to out, its stdio creator io (cio.NullIO:
 // /dev/null, which CRIU dumps), and waits until it counted to 5.
-func memoryContainer(t *testing.T, d *harness.Daemon, name, id, out string, io cio.Creator) string {
+func memoryContainer(t *testing.T, d *harness.Daemon, name, id, out string, io cio.Creator, opts ...oci.SpecOpts) string {
 	t.Helper()
 	ctx := d.Context(t)
 	img, err := d.Client.GetImage(ctx, name)
@@ -39,8 +41,8 @@ func memoryContainer(t *testing.T, d *harness.Daemon, name, id, out string, io c
 	}
 	cid := d.ID(id)
 	c, err := d.Client.NewContainer(ctx, cid, client.WithImage(img), client.WithSnapshotter("overlayfs"),
-		client.WithNewSnapshot(cid, img), client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", counterScript),
-			oci.WithMounts([]specs.Mount{{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}}})))
+		client.WithNewSnapshot(cid, img), client.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img), oci.WithProcessArgs("/bin/sh", "-c", counterScript),
+			oci.WithMounts([]specs.Mount{{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}}})}, opts...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,24 +233,44 @@ func TestMemoryCPUFlagsIncompatible(t *testing.T) {
 	}
 }
 
-// TestMemoryRefusesHostFileStdout: a task whose stdout is a host file
-// cannot be dumped; suspend --memory refuses it (exit 1, naming stdout and
-// the file) and the workload goes on counting.
-func TestMemoryRefusesHostFileStdout(t *testing.T) {
+// TestMemoryRefusesTerminal: a task whose standard streams are a terminal
+// is not checkpointed; suspend --memory refuses it up front (exit 1,
+// naming the stream and the device), writes no ref, and the workload goes
+// on counting. (A task created with a log file, cio.LogFile, dumps: the
+// runc shim gives it pipes.)
+func TestMemoryRefusesTerminal(t *testing.T) {
 	harness.Require(t)
 	requireCRIU(t)
-	d := harness.Start(t, "memstdout")
+	d := harness.Start(t, "memtty")
 	im := harness.ImportBusybox(t, d, "busybox:1")
 	env := newSuspendEnv(t, "busybox:1")
 	out := t.TempDir()
-	cid := memoryContainer(t, d, im.Name, "logged", out, cio.LogFile(filepath.Join(t.TempDir(), "task.log")))
+	tty := cio.NewCreator(cio.WithStreams(nil, &syncBuffer{}, nil), cio.WithTerminal, cio.WithFIFODir(filepath.Join(d.Dir, "fifo")))
+	cid := memoryContainer(t, d, im.Name, "tty", out, tty, oci.WithTTY)
 	cmdOut, code := runCLI(t, d, "--output", "json", "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--memory", "--out", filepath.Join(env.dir, "ref.json"))
-	if code != 1 || !strings.Contains(cmdOut, "stdout") || !strings.Contains(cmdOut, "task.log") {
-		t.Fatalf("suspend --memory of a task logging to a host file: exit %d %s, want 1 naming stdout and the file", code, cmdOut)
+	if code != 1 || !strings.Contains(cmdOut, "stdin") || !strings.Contains(cmdOut, "/dev/pts/") || !strings.Contains(cmdOut, "terminal") {
+		t.Fatalf("suspend --memory of a task on a terminal: exit %d %s, want 1 naming the stream and the terminal", code, cmdOut)
 	}
 	if _, err := os.Stat(filepath.Join(env.dir, "ref.json")); err == nil {
 		t.Fatal("a refused suspend wrote a ref file")
 	}
 	n := readCounter(filepath.Join(out, "count"))
 	waitCounter(t, filepath.Join(out, "count"), "the workload after the refusal", func(m int) bool { return m > n+2 })
+}
+
+// TestHostMemoryConformance runs the host suite's memory part
+// (hosttest.RunMemory) against runtime/containerd: a counter container
+// with /dev/null stdio per subtest.
+func TestHostMemoryConformance(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "hostmem")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	rt := d.Connect(t, "")
+	n := 0
+	hosttest.RunMemory(t, func(t *testing.T) hosttest.MemoryFixture {
+		n++
+		cid := memoryContainer(t, d, im.Name, fmt.Sprintf("mem%d", n), t.TempDir(), cio.NullIO)
+		return hosttest.MemoryFixture{Host: rt, Probe: captureProbe{rt}, Container: cid, LeaseID: snapshot.RunLease(fmt.Sprintf("mem-%d", n))}
+	})
 }
