@@ -75,6 +75,14 @@ func Payload(r *snapshot.Ref) []ocispec.Descriptor {
 	return out
 }
 
+// layersWith appends the statement's descriptor, when there is one.
+func layersWith(payload []ocispec.Descriptor, statement *ocispec.Descriptor) []ocispec.Descriptor {
+	if statement != nil {
+		payload = append(payload, *statement)
+	}
+	return payload
+}
+
 // payloadSize is the total size in bytes of Payload(r).
 func payloadSize(r *snapshot.Ref) int64 {
 	var n int64
@@ -95,6 +103,14 @@ func payloadSize(r *snapshot.Ref) int64 {
 // same ref always gives the same manifest bytes). It returns the manifest's JSON bytes and their
 // descriptor (media type ocispec.MediaTypeImageManifest, artifactType set).
 func ArtifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor) ([]byte, ocispec.Descriptor, error) {
+	return artifactManifest(refFile, r, base, nil)
+}
+
+// artifactManifest is ArtifactManifest with a handoff statement's
+// descriptor as the last layer when statement is not nil (docs/design.md
+// "Exactly once across hosts": the ref's layers, the spec, then at most one
+// statement).
+func artifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor, statement *ocispec.Descriptor) ([]byte, ocispec.Descriptor, error) {
 	if base.Digest != r.Base.ManifestDigest {
 		return nil, ocispec.Descriptor{}, fmt.Errorf("artifact subject %s is not the ref's base manifest %s", base.Digest, r.Base.ManifestDigest)
 	}
@@ -107,7 +123,7 @@ func ArtifactManifest(refFile []byte, r *snapshot.Ref, base ocispec.Descriptor) 
 			Digest:    digest.FromBytes(refFile),
 			Size:      int64(len(refFile)),
 		},
-		Layers:  Payload(r),
+		Layers:  layersWith(Payload(r), statement),
 		Subject: &ocispec.Descriptor{MediaType: base.MediaType, Digest: base.Digest, Size: base.Size},
 		Annotations: map[string]string{
 			AnnotationManifest:        r.Manifest,
@@ -143,6 +159,12 @@ type Artifact struct {
 	Layers    []ocispec.Descriptor
 	Base      []digest.Digest
 	BaseIndex bool // Base holds the base image's index (ref.Base.IndexDigest)
+	// Statement is the verified handoff statement of the artifact's last
+	// layer (nil when there is none), StatementFile its bytes and
+	// StatementDesc its descriptor (one of Layers).
+	Statement     *Statement
+	StatementFile []byte
+	StatementDesc ocispec.Descriptor
 }
 
 // BlobSource gives the bytes of small blobs by digest and the sizes of all
@@ -220,7 +242,7 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 	if err != nil {
 		return nil, err
 	}
-	if len(m.Layers) == 0 || len(m.Layers) > snapshot.MaxLayers+1 {
+	if len(m.Layers) == 0 || len(m.Layers) > snapshot.MaxLayers+2 {
 		return nil, refused("%s: %d layers, want the ref's 1 to %d layers and its spec blob", what, len(m.Layers), snapshot.MaxLayers)
 	}
 	for i, l := range m.Layers {
@@ -241,6 +263,10 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 	}
 
 	want := Payload(ref)
+	stDesc, hasStatement := artifactStatement(m.Layers)
+	if hasStatement {
+		want = append(want, stDesc)
+	}
 	if len(m.Layers) != len(want) {
 		return nil, refused("%s: %d layers, but the ref records %d layers and %d spec blob", what, len(m.Layers), len(ref.Layers), len(want)-len(ref.Layers))
 	}
@@ -260,7 +286,24 @@ func CheckArtifactManifest(src BlobSource, desc ocispec.Descriptor, body []byte,
 	if g, ok := m.Annotations[AnnotationGeneration]; ok && g != strconv.FormatUint(ref.Generation, 10) {
 		return nil, refused("%s: annotation %s=%q disagrees with the ref's generation %d", what, AnnotationGeneration, g, ref.Generation)
 	}
-	return &Artifact{Ref: ref, RefFile: refFile, Manifest: desc, Body: body, Layers: m.Layers}, nil
+	out := &Artifact{Ref: ref, RefFile: refFile, Manifest: desc, Body: body, Layers: m.Layers}
+	if hasStatement {
+		// The statement is verified against the same keys as the ref, and
+		// must be about this ref (docs/design.md "Exactly once across hosts").
+		b, err := small(src, stDesc, what+" handoff statement")
+		if err != nil {
+			return nil, err
+		}
+		st, err := OpenStatement(b, trust)
+		if err != nil {
+			return nil, fmt.Errorf("%s layer %s: %w", what, stDesc.Digest, err)
+		}
+		if err := checkStatement(st, ref, refFile); err != nil {
+			return nil, fmt.Errorf("%s layer %s: %w", what, stDesc.Digest, err)
+		}
+		out.Statement, out.StatementFile, out.StatementDesc = st, b, stDesc
+	}
+	return out, nil
 }
 
 // CheckArchive checks a scanned archive's index.json and artifact, then

@@ -8,7 +8,8 @@
 // its config is the signed SnapshotRef file (media type
 // snapshot.MediaTypeRef), its one layer the rootfs diff, its subject the
 // base image's platform manifest. ArtifactManifest builds it; the same ref
-// always gives the same manifest bytes.
+// always gives the same manifest bytes. A handed-over run's artifact has
+// one more layer, last: the handoff statement.
 //
 // # Verification before use
 //
@@ -28,6 +29,16 @@
 // runtime/containerd implements against a daemon; so the same
 // verification runs against any host, including the in-memory one of
 // host/memhost.
+//
+// # Handoff
+//
+// With per-host ledgers a move hands the run over, signed, to one named
+// host (docs/design.md "Exactly once across hosts"): WithHandoff makes
+// Export and Push run the ledger's HandedOff and add the handoff statement
+// (Statement, SignStatement, OpenStatement; media type MediaTypeHandoff)
+// as the artifact's last layer; WithReceiver makes Import and Pull verify
+// it and run Received, in the order verify → temporary lease → out →
+// Received → run lease. Recall undoes a handoff never taken up.
 //
 // # Runs by generation
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -49,7 +52,7 @@ type storedArtifact struct {
 // (*snapshot.OpenError); ErrSnapshotMissing when a layer or the spec blob
 // is absent or has another size; snapshot.ErrImageUnresolved when the base platform
 // manifest is absent; the store's. Each names the digest.
-func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifact, error) {
+func storeArtifact(ctx context.Context, s Store, refFile []byte, statement []byte) (*storedArtifact, error) {
 	ref, err := snapshot.OpenRefUnsafe(refFile)
 	if err != nil {
 		return nil, err
@@ -58,27 +61,29 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifac
 	digests := make([]digest.Digest, len(payload))
 	for i, d := range payload {
 		digests[i] = d.Digest
-		size, err := s.BlobSize(ctx, d.Digest)
-		switch {
-		case errdefs.IsNotFound(err):
-			return nil, fmt.Errorf("run %s: blob %s (%s) is not in the content store: %w", ref.Run, d.Digest, d.MediaType, ErrSnapshotMissing)
-		case err != nil:
-			return nil, fmt.Errorf("run %s: blob %s: %w", ref.Run, d.Digest, err)
-		case size != d.Size:
-			return nil, fmt.Errorf("run %s: blob %s (%s) is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, d.MediaType, size, d.Size, ErrSnapshotMissing)
-		}
 	}
-	base, err := baseManifest(ctx, s, ref)
+	base, err := payloadPresent(ctx, s, ref)
 	if err != nil {
 		return nil, err
 	}
-	body, mdesc, err := ArtifactManifest(refFile, ref, base)
+	var stDesc *ocispec.Descriptor
+	if statement != nil {
+		stDesc = &ocispec.Descriptor{MediaType: MediaTypeHandoff, Digest: digest.FromBytes(statement), Size: int64(len(statement))}
+	}
+	body, mdesc, err := artifactManifest(refFile, ref, base, stDesc)
 	if err != nil {
 		return nil, err
 	}
 	lease, err := ensureRunLease(ctx, s, ref)
 	if err != nil {
 		return nil, err
+	}
+	if stDesc != nil {
+		if _, err := s.WriteBlob(ctx, lease, lease+"/handoff-"+stDesc.Digest.Encoded(), MediaTypeHandoff, statement); err != nil {
+			return nil, err
+		}
+		digests = append(digests, stDesc.Digest)
+		payload = append(payload, *stDesc)
 	}
 	cfg, err := s.WriteBlob(ctx, lease, lease+"/ref", snapshot.MediaTypeRef, refFile)
 	if err != nil {
@@ -96,6 +101,25 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte) (*storedArtifac
 		return nil, err
 	}
 	return &storedArtifact{Ref: ref, Manifest: mdesc, Config: cfg, Base: base, Lease: lease, Layers: payload}, nil
+}
+
+// payloadPresent checks that every blob of Payload(ref) is in the store
+// with its recorded size (else ErrSnapshotMissing) and returns the base
+// manifest's descriptor (baseManifest). Export and Push run it before a
+// handoff too, so a run whose content is not here is not handed off.
+func payloadPresent(ctx context.Context, s host.Content, ref *snapshot.Ref) (ocispec.Descriptor, error) {
+	for _, d := range Payload(ref) {
+		size, err := s.BlobSize(ctx, d.Digest)
+		switch {
+		case errdefs.IsNotFound(err):
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is not in the content store: %w", ref.Run, d.Digest, d.MediaType, ErrSnapshotMissing)
+		case err != nil:
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s: %w", ref.Run, d.Digest, err)
+		case size != d.Size:
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, d.MediaType, size, d.Size, ErrSnapshotMissing)
+		}
+	}
+	return baseManifest(ctx, s, ref)
 }
 
 // baseManifest returns the descriptor of the ref's base platform manifest
@@ -145,6 +169,8 @@ type ExportResult struct {
 	Base     []string           `json:"base"`     // digests of the base index/manifest included (withBase), else empty
 	Path     string             `json:"path"`     // the archive file
 	Size     int64              `json:"size"`     // bytes written
+	// Handoff is the handoff the archive carries (WithHandoff), else nil.
+	Handoff *HandoffResult `json:"handoff,omitempty"`
 }
 
 // Export writes the migration artifact of the run recorded in refFile as an
@@ -156,6 +182,14 @@ type ExportResult struct {
 // are complete in the store, else its platform manifest; both are listed
 // unnamed in index.json.
 //
+// With WithHandoff the run is handed over first (docs/design.md "Exactly
+// once across hosts"): the payload is checked, HandedOff runs on the
+// Handoff's ledger (a retried handoff to the same host is no change; its
+// refusals are the ledger's), and the signed statement is the artifact's
+// last layer, its bytes fixed by the record (a retried export writes the
+// same archive). Fault point export-handedoff: HandedOff ran, nothing
+// else is stored.
+//
 // With WithProgress the archive bytes written are reported in one phase,
 // "export", whose total is the sum of the blob sizes (the tar headers come
 // on top).
@@ -166,13 +200,18 @@ type ExportResult struct {
 // layer; write errors.
 func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase bool, opts ...Option) (*ExportResult, error) {
 	o := collectOptions(opts)
-	art, err := storeArtifact(ctx, s, refFile)
+	statement, rec, err := handOff(ctx, s, o.handoff, refFile)
 	if err != nil {
 		return nil, err
 	}
-	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
+	faultpoint.Reach("export-handedoff")
+	art, err := storeArtifact(ctx, s, refFile, statement)
+	if err != nil {
+		return nil, err
+	}
+	res := &ExportResult{Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}, Handoff: handoffResult(rec, statement, o.handoff)}
 	entries := []host.ArchiveEntry{{Desc: art.Manifest, Name: ArtifactImageName(art.Ref.Run)}}
-	total := art.Manifest.Size + int64(len(refFile)) + payloadSize(art.Ref)
+	total := art.Manifest.Size + int64(len(refFile)) + payloadSize(art.Ref) + int64(len(statement))
 	if withBase {
 		base, err := completeBase(ctx, s, art.Ref, art.Base)
 		if err != nil {
@@ -195,6 +234,17 @@ func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase 
 // to the file (the archive writer's are 32 KiB copies and 512-byte
 // headers).
 const exportBufferSize = 1 << 20
+
+// handoffResult describes the handoff HandedOff recorded (nil without one).
+func handoffResult(rec *ledger.Record, statement []byte, h *Handoff) *HandoffResult {
+	if rec == nil || rec.HandedOff == nil {
+		return nil
+	}
+	return &HandoffResult{
+		Statement: ocispec.Descriptor{MediaType: MediaTypeHandoff, Digest: digest.FromBytes(statement), Size: int64(len(statement))},
+		From:      h.Host, To: rec.HandedOff.To, At: rec.HandedOff.At.UTC().Format(time.RFC3339Nano), State: rec.State, Fence: rec.Fence,
+	}
+}
 
 // ExportFile is Export (with its options) into the file path, written
 // atomically (internal/atomicfile: a temporary file in the same directory,

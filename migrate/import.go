@@ -33,6 +33,9 @@ type ImportResult struct {
 	// Ref and RefFile are the verified ref and its file's exact bytes.
 	Ref     *snapshot.Ref `json:"-"`
 	RefFile []byte        `json:"-"`
+	// Received is the handoff this host received (the artifact carried a
+	// statement naming it), else nil.
+	Received *HandoffResult `json:"received,omitempty"`
 }
 
 // Import imports a migration archive (an OCI image layout tar written by
@@ -60,7 +63,12 @@ type ImportResult struct {
 //     that name exists and the base is complete here (an archive made with
 //     --with-base, or a base already present); an existing name is never
 //     re-pointed (ImportResult.BaseName says which);
-//  6. the artifact, the layers, the spec and the base blobs that came with
+//  6. with a handoff statement (the artifact's last layer, verified in
+//     step 2 against trust and against the ref; one naming another host
+//     than WithReceiver's is refused before step 3, superseded with reason
+//     handed-off), the Received transition on this host's ledger
+//     (docs/design.md "Exactly once across hosts");
+//  7. the artifact, the layers, the spec and the base blobs that came with
 //     it added to the run lease snapshot.RunLease(run); the temporary
 //     lease deleted. Nothing fallible of Import comes after this step, so
 //     a failed Import adds nothing to the run lease.
@@ -79,7 +87,8 @@ type ImportResult struct {
 //	import-scan       steps 1-2 done, nothing written to the store
 //	import-templease  the temporary lease exists, nothing imported
 //	import-ingest     step 3 done: the blobs are under the temporary lease
-//	import-hold       step 6's run lease holds them, the temporary lease
+//	import-received   step 6 done (an artifact with a statement)
+//	import-hold       step 7's run lease holds them, the temporary lease
 //	                  is not deleted yet
 //	import-release    (ImportFile) the temporary lease is deleted, out
 //	                  not written
@@ -90,6 +99,37 @@ type ImportResult struct {
 // total, then "verify diff" (total -1) for step 4.
 func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRing, opts ...Option) (*ImportResult, error) {
 	o := collectOptions(opts)
+	st, err := importStaged(ctx, s, f, trust, o)
+	if err != nil {
+		return nil, err
+	}
+	defer st.done()
+	return st.finish(ctx, s, o)
+}
+
+// once makes f callable any number of times, running it the first time.
+func once(f func()) func() {
+	done := false
+	return func() {
+		if !done {
+			done = true
+			f()
+		}
+	}
+}
+
+// stagedImport is an import whose content is verified and stored under
+// the temporary lease, its base named, and not yet held by the run lease.
+type stagedImport struct {
+	art  *Artifact
+	held []digest.Digest
+	name *BaseName
+	base []string
+	done func() // deletes the temporary lease
+}
+
+// importStaged runs Import's steps 1–5 (see Import).
+func importStaged(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRing, o options) (*stagedImport, error) {
 	if _, quiet := o.progress.(NoProgress); !quiet {
 		size, err := f.Seek(0, io.SeekEnd)
 		if err != nil {
@@ -109,6 +149,10 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 	if err != nil {
 		return nil, err
 	}
+	// A statement naming another host: refused before anything is stored.
+	if err := checkReceiver(ctx, o.receiver, art); err != nil {
+		return nil, err
+	}
 	faultpoint.Reach("import-scan")
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("archive: rewind: %w", err)
@@ -118,7 +162,12 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	ok := false
+	defer func() {
+		if !ok {
+			done()
+		}
+	}()
 	faultpoint.Reach("import-templease")
 	idx, err := s.ImportArchive(ctx, tmp, f)
 	if err != nil {
@@ -160,37 +209,78 @@ func Import(ctx context.Context, s Store, f io.ReadSeeker, trust *envelope.KeyRi
 	if err != nil {
 		return nil, err
 	}
-	lease, err := holdRun(ctx, s, art.Ref, held...)
-	if err != nil {
-		return nil, err
-	}
-	faultpoint.Reach("import-hold")
 	base := make([]string, len(art.Base))
 	for i, d := range art.Base {
 		base[i] = d.String()
 	}
+	ok = true
+	return &stagedImport{art: art, held: held, name: name, base: base, done: once(done)}, nil
+}
+
+// finish runs Received for a statement naming this host (WithReceiver),
+// then step 6: the run lease takes the content.
+func (st *stagedImport) finish(ctx context.Context, s Store, o options) (*ImportResult, error) {
+	art := st.art
+	var recv *HandoffResult
+	if art.Statement != nil {
+		var err error
+		if recv, err = receive(ctx, o.receiver, art); err != nil {
+			return nil, err
+		}
+		faultpoint.Reach("import-received")
+	}
+	lease, err := holdRun(ctx, s, art.Ref, st.held...)
+	if err != nil {
+		return nil, err
+	}
+	faultpoint.Reach("import-hold")
 	return &ImportResult{
 		Run: art.Ref.Run, Manifest: art.Ref.Manifest, Pinned: art.Ref.Pinned,
-		Artifact: art.Manifest, Lease: lease, Base: base, Blobs: len(held), BaseName: name,
-		Ref: art.Ref, RefFile: art.RefFile,
+		Artifact: art.Manifest, Lease: lease, Base: st.base, Blobs: len(st.held), BaseName: st.name,
+		Ref: art.Ref, RefFile: art.RefFile, Received: recv,
 	}, nil
 }
 
 // ImportFile is Import (with its options) of the archive at path; with out
-// non-empty the verified ref file's exact bytes are then written to out
-// atomically (internal/atomicfile). Its fault points are listed at Import.
+// non-empty the verified ref file's exact bytes are written to out
+// atomically (internal/atomicfile). An archive without a handoff statement
+// writes out last, after the temporary lease is deleted (fault points
+// import-hold, import-release, import-write as listed at Import). An
+// archive with one follows docs/design.md "Exactly once across hosts":
+// verify → temporary lease → out → Received → run lease, so a kill anywhere
+// is finished by a rerun (fault points import-write and import-out: out
+// written, Received not run; import-received: Received ran, the run lease
+// does not hold the content yet); when Received refuses, out is removed.
 func ImportFile(ctx context.Context, s Store, path string, trust *envelope.KeyRing, out string, opts ...Option) (*ImportResult, error) {
+	o := collectOptions(opts)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}
 	defer f.Close()
-	res, err := Import(ctx, s, f, trust, opts...)
+	st, err := importStaged(ctx, s, f, trust, o)
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}
+	defer st.done() // idempotent after the explicit call below
+	handoff := st.art.Statement != nil
+	if handoff && out != "" {
+		if err := atomicfile.WriteFile(out, st.art.RefFile, 0o644); err != nil {
+			return nil, err
+		}
+		faultpoint.Reach("import-write")
+		faultpoint.Reach("import-out")
+	}
+	res, err := st.finish(ctx, s, o)
+	if err != nil {
+		if handoff && out != "" {
+			_ = os.Remove(out)
+		}
+		return nil, fmt.Errorf("archive %s: %w", path, err)
+	}
+	st.done()
 	faultpoint.Reach("import-release")
-	if out != "" {
+	if !handoff && out != "" {
 		if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
 			return nil, err
 		}

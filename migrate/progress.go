@@ -31,7 +31,10 @@ type Option func(*options)
 
 type options struct {
 	progress Progress
-	run      string // WithRun
+	run      string    // WithRun
+	handoff  *Handoff  // WithHandoff
+	receiver *Receiver // WithReceiver
+	out      string    // PullFile's out
 }
 
 // WithProgress makes the operation report its byte progress to p. Without

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -14,6 +15,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -88,6 +91,8 @@ type PushResult struct {
 	// Base lists the base digests pushed by digest to the same
 	// repository: the platform manifest, then the index when complete.
 	Base []string `json:"base"`
+	// Handoff is the handoff the artifact carries (WithHandoff), else nil.
+	Handoff *HandoffResult `json:"handoff,omitempty"`
 }
 
 // Push pushes the run recorded in refFile to a registry (docs/design.md
@@ -104,6 +109,9 @@ type PushResult struct {
 // snapshot.ErrImageUnresolved when the base manifest, its config or a
 // layer is absent; the registry's, naming the reference.
 //
+// With WithHandoff the run is handed over first, as Export does (fault
+// point push-handedoff).
+//
 // With WithProgress the blob bytes read for sending are reported in the
 // phases "push base" (total: the base blobs' sizes) and "push" (the
 // artifact's); blobs the registry already has are not read.
@@ -112,7 +120,12 @@ func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *Re
 	if _, digested := target.Named.(reference.Digested); digested {
 		return nil, fmt.Errorf("push to %s: a digest reference cannot be pushed to (REG/REPO[:TAG]): %w", target.Named, errdefs.ErrInvalidArgument)
 	}
-	art, err := storeArtifact(ctx, s, refFile)
+	statement, rec, err := handOff(ctx, s, o.handoff, refFile)
+	if err != nil {
+		return nil, err
+	}
+	faultpoint.Reach("push-handedoff")
+	art, err := storeArtifact(ctx, s, refFile, statement)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +133,7 @@ func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *Re
 	if tag == "" {
 		tag = GenerationTag(art.Ref.Run, generationOf(art.Ref))
 	}
-	res := &PushResult{Target: target.Repo + ":" + tag, Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}}
+	res := &PushResult{Target: target.Repo + ":" + tag, Run: art.Ref.Run, Artifact: art.Manifest, Base: []string{}, Handoff: handoffResult(rec, statement, o.handoff)}
 	base, err := completeBase(ctx, s, art.Ref, art.Base)
 	if err != nil {
 		return nil, err
@@ -137,7 +150,7 @@ func Push(ctx context.Context, s Store, reg Registry, refFile []byte, target *Re
 		res.Base = append(res.Base, d.Digest.String())
 	}
 	ref := target.Repo + ":" + tag + "@" + art.Manifest.Digest.String()
-	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+payloadSize(art.Ref))
+	o.progress.Phase("push", art.Manifest.Size+int64(len(refFile))+payloadSize(art.Ref)+int64(len(statement)))
 	if err := reg.Push(ctx, ref, art.Manifest, o.progress); err != nil {
 		return nil, err
 	}
@@ -161,6 +174,9 @@ type PullResult struct {
 	// Ref and RefFile are the verified ref and its file's exact bytes.
 	Ref     *snapshot.Ref `json:"-"`
 	RefFile []byte        `json:"-"`
+	// Received is the handoff this host received (the artifact carried a
+	// statement naming it), else nil.
+	Received *HandoffResult `json:"received,omitempty"`
 }
 
 // fetchSmall fetches a blob of at most MaxArtifactMetadata bytes and checks
@@ -211,6 +227,11 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 // pointing at the recorded index (or manifest) digest when no image of
 // that name exists (never re-pointed; PullResult.BaseName says which).
 //
+// An artifact with a handoff statement is taken as Import takes it
+// (WithReceiver): verified with the ref, refused before anything is stored
+// when it names another host, then, through PullFile, out written,
+// Received, and the run lease (fault points pull-out, pull-received).
+//
 // Errors: refusals wrap ErrArtifactRefused; the ref's own are
 // *snapshot.OpenError; a bare source without WithRun wraps
 // errdefs.ErrInvalidArgument; no tag of the run wraps errdefs.ErrNotFound
@@ -258,10 +279,21 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 		}
 		blobs.sizes[m.Config.Digest], blobs.small[m.Config.Digest] = m.Config.Size, cfg
 	}
+	if d, ok := artifactStatement(m.Layers); ok {
+		b, err := fetchSmall(ctx, reg, src, d, "handoff statement")
+		if err != nil {
+			return nil, err
+		}
+		blobs.small[d.Digest] = b
+	}
 	mdesc := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
 	art, err := CheckArtifactManifest(blobs, mdesc, body, trust)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	// A statement naming another host: refused before anything is stored.
+	if err := checkReceiver(ctx, o.receiver, art); err != nil {
+		return nil, err
 	}
 
 	tmp, done, err := s.TempLease(ctx)
@@ -307,8 +339,43 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 	if res.BaseName, err = nameBase(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
+	// With a statement: --out, then Received, then the run lease
+	// (docs/design.md "Exactly once across hosts").
+	if art.Statement != nil {
+		if o.out != "" {
+			if err := atomicfile.WriteFile(o.out, art.RefFile, 0o644); err != nil {
+				return nil, err
+			}
+			faultpoint.Reach("pull-out")
+		}
+		if res.Received, err = receive(ctx, o.receiver, art); err != nil {
+			if o.out != "" {
+				_ = os.Remove(o.out)
+			}
+			return nil, err
+		}
+		faultpoint.Reach("pull-received")
+	}
 	if res.Lease, err = holdRun(ctx, s, art.Ref, held...); err != nil {
 		return nil, err
+	}
+	return res, nil
+}
+
+// PullFile is Pull (with its options) and the verified ref file's exact
+// bytes written to out atomically: after the run lease holds the content,
+// or, for an artifact with a handoff statement, before Received and the
+// run lease (docs/design.md "Exactly once across hosts"; a refused
+// Received removes out again).
+func PullFile(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *envelope.KeyRing, out string, opts ...Option) (*PullResult, error) {
+	res, err := Pull(ctx, s, reg, source, trust, append(opts, func(o *options) { o.out = out })...)
+	if err != nil {
+		return nil, err
+	}
+	if res.Received == nil && out != "" {
+		if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -208,8 +208,12 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	}
 
 	// The container id to create: absent, or the container of the holder
-	// the claim replaces (deleted after the claim).
+	// the claim replaces (deleted after the claim, guarded).
 	replaced := ledger.Replaced(cc.rec)
+	deletes, err := s.guardReplaced(ctx, replaced, fenceOfRecord(cc.rec), cc.rec != nil && cc.rec.State == ledger.StateLive)
+	if err != nil {
+		return "", err
+	}
 	cf, err := s.facts.ContainerState(ctx, cc.target.ID)
 	if err != nil {
 		return "", internal(CheckClaim, fmt.Errorf("container %s: %w", cc.target.ID, err))
@@ -223,6 +227,9 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	if s.mat == nil {
 		cc.copied = copied
 		d := s.predicted(replaced)
+		if deletes != "" {
+			d += "; the claim would delete " + deletes
+		}
 		if copied {
 			d += copyNote
 		}
@@ -234,6 +241,14 @@ func (s *state) claim(ctx context.Context) (string, error) {
 		d += copyNote
 	}
 	return d, err
+}
+
+// fenceOfRecord is the fence of rec (0 for none).
+func fenceOfRecord(rec *ledger.Record) uint64 {
+	if rec == nil {
+		return 0
+	}
+	return rec.Fence
 }
 
 // copyNote ends the claim check's detail of a claim accepted as a copy.
@@ -283,6 +298,10 @@ func (s *state) claimRun(ctx context.Context, req ledger.ClaimRequest) (string, 
 			d += fmt.Sprintf("; replaced the gone resuming holder %s", r)
 		}
 		if s.local(r.Container) {
+			// The guard again, on the holder the transition replaced.
+			if _, err := s.guardReplaced(ctx, r, c.Fence()-1, s.req.TakeOver && r.PID == 0); err != nil {
+				return "", s.releaseAfter(ctx, err)
+			}
 			if err := s.mat.DeleteContainer(ctx, r.ID); err != nil {
 				return "", s.releaseAfter(ctx, internal(CheckClaim, fmt.Errorf("delete container %s of the replaced holder: %w", r.ID, err)))
 			}

@@ -90,6 +90,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 		name   string
 		setup  func(t *testing.T, fx *fixture)
 		take   bool
+		force  bool // with take: delete a live holder alive here
 		copy   bool // --copy: the fixture's generation was never recorded by this ledger
 		code   int
 		class  resume.Class
@@ -137,9 +138,11 @@ func TestClaimCheckOutcomes(t *testing.T) {
 			c := fx.claimAs(deadResumer(t, "gone"))
 			fx.facts.PutContainer("gone", map[string]string{snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 77)
 		}},
+		// Turn 3: a resumer's container carries the run and fence labels
+		// (materialize writes both); the guard deletes only such a one.
 		{name: "resuming, resumer gone, stopped container with the fence", setup: func(t *testing.T, fx *fixture) {
 			c := fx.claimAs(deadResumer(t, "gone"))
-			fx.facts.PutContainer("gone", map[string]string{snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 77)
+			fx.facts.PutContainer("gone", map[string]string{snapshot.LabelRun: testRun, snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 77)
 			fx.facts.ExitTask("gone")
 		}},
 		{name: "resuming, resumer gone, container with another fence", code: 8, class: resume.ClassClaimConflict, detail: []string{"fence label"}, setup: func(t *testing.T, fx *fixture) {
@@ -153,7 +156,14 @@ func TestClaimCheckOutcomes(t *testing.T) {
 		}},
 		{name: "resuming, gone holder's container is the one to create", setup: func(t *testing.T, fx *fixture) {
 			c := fx.claimAs(deadResumer(t, id))
-			fx.facts.PutContainer(id, map[string]string{snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 0)
+			fx.facts.PutContainer(id, map[string]string{snapshot.LabelRun: testRun, snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 0)
+		}},
+		// The holder-deletion guard (docs/design.md "Hardening"): a
+		// container under the gone holder's id that is another run's, or
+		// carries another fence, is left alone and the claim is 8 naming it.
+		{name: "resuming, gone holder's id holds another run's container", code: 8, class: resume.ClassClaimConflict, detail: []string{id, "left alone", "other-run"}, setup: func(t *testing.T, fx *fixture) {
+			c := fx.claimAs(deadResumer(t, id))
+			fx.facts.PutContainer(id, map[string]string{snapshot.LabelRun: "other-run", snapshot.LabelFence: strconv.FormatUint(c.Fence(), 10)}, 0)
 		}},
 		{name: "container id exists", copy: true, code: 8, class: resume.ClassClaimConflict, detail: []string{id, "already exists"}, setup: func(t *testing.T, fx *fixture) {
 			fx.facts.PutContainer(id, nil, 0)
@@ -185,9 +195,25 @@ func TestClaimCheckOutcomes(t *testing.T) {
 			}
 			fx.facts.PutContainer(id, nil, 0)
 		}},
-		{name: "live taken over", take: true, setup: func(t *testing.T, fx *fixture) {
+		{name: "live taken over", take: true, force: true, setup: func(t *testing.T, fx *fixture) {
+			f := fx.liveAs("lost-incarnation")
+			fx.facts.PutContainer("lost-incarnation", map[string]string{snapshot.LabelRun: testRun, snapshot.LabelFence: strconv.FormatUint(f, 10)}, 55)
+		}},
+		{name: "live taken over, its stopped container", take: true, setup: func(t *testing.T, fx *fixture) {
+			f := fx.liveAs("lost-incarnation")
+			fx.facts.PutContainer("lost-incarnation", map[string]string{snapshot.LabelRun: testRun, snapshot.LabelFence: strconv.FormatUint(f, 10)}, 55)
+			fx.facts.ExitTask("lost-incarnation")
+		}},
+		// A holder alive on this host needs force; a foreign container
+		// under the holder's id is left alone even with force (the finding:
+		// a running container of another run was deleted).
+		{name: "live taken over, alive here, no force", take: true, code: 8, class: resume.ClassClaimConflict, detail: []string{"running task", "force"}, setup: func(t *testing.T, fx *fixture) {
+			f := fx.liveAs("lost-incarnation")
+			fx.facts.PutContainer("lost-incarnation", map[string]string{snapshot.LabelRun: testRun, snapshot.LabelFence: strconv.FormatUint(f, 10)}, 55)
+		}},
+		{name: "live taken over, another run's container under its id", take: true, force: true, code: 8, class: resume.ClassClaimConflict, detail: []string{"lost-incarnation", "left alone"}, setup: func(t *testing.T, fx *fixture) {
 			fx.liveAs("lost-incarnation")
-			fx.facts.PutContainer("lost-incarnation", nil, 55)
+			fx.facts.PutContainer("lost-incarnation", map[string]string{snapshot.LabelRun: "other-run", snapshot.LabelFence: "1"}, 55)
 		}},
 		{name: "take-over of a live resumer", take: true, code: 8, class: resume.ClassClaimConflict, setup: func(t *testing.T, fx *fixture) {
 			fx.claimAs(liveResumer(t, "busy"))
@@ -200,6 +226,7 @@ func TestClaimCheckOutcomes(t *testing.T) {
 				before := fx.record()
 				req := fx.request(fx.signed())
 				req.TakeOver = tt.take
+				req.Force = tt.force
 				req.Copy = tt.copy
 				var v *resume.Verdict
 				if mode == "decide" {

@@ -35,7 +35,9 @@ import (
 // when it passes, the incarnation is created from it (docs/design.md
 // "Spec validation"). TrustRecordedSpec accepts a recorded spec and runtime
 // from another host without judging them (runspec.JudgeRecorded; an
-// operator's decision, docs/design.md "Hardening"). Copy is --copy: the
+// operator's decision, docs/design.md "Hardening"). Force lets a take-over
+// delete a live holder whose container has a running task on this host
+// (docs/design.md "Hardening": the holder-deletion guard). Copy is --copy: the
 // claim accepts a generation this ledger never recorded (a copy the source
 // can still resume; without it that is superseded, reason not-handed-off:
 // docs/design.md "The run ledger"), and the verdict says "copy": true.
@@ -47,6 +49,7 @@ type Request struct {
 	Lockfile   string
 	Trust      *envelope.KeyRing
 	TakeOver   bool
+	Force      bool
 	Copy       bool
 	Spec       []byte
 	SpecSource string
@@ -177,7 +180,11 @@ func (s *state) run(ctx context.Context) *Verdict {
 		}
 		v.Class = class
 		v.ExitCode = class.Code()
+		v.Reason = Reason(err)
 		v.Checks = append(v.Checks, CheckResult{Name: st.name, Result: ResultFail, Detail: failDetail(err)})
+	}
+	if failed != "" {
+		s.precedence(ctx, v, failed)
 	}
 	v.Refusals = s.refusals
 	if s.offered != nil && s.ref != nil {

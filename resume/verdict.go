@@ -113,6 +113,10 @@ type CheckResult struct {
 type Verdict struct {
 	Accepted bool
 	Class    Class
+	// Reason is the refusal's finer reason beside Class (Reason: a ledger
+	// refusal's code such as "not-handed-off" or "purged"), "" when the
+	// class says all: "reason"?.
+	Reason   string
 	ExitCode int
 	Checks   []CheckResult
 	Refusals []envmanifest.Refusal
@@ -155,6 +159,7 @@ type TakenOver struct {
 type verdictJSON struct {
 	Accepted    bool                  `json:"accepted"`
 	Class       *Class                `json:"class"`
+	Reason      string                `json:"reason,omitempty"`
 	ExitCode    int                   `json:"exitCode"`
 	Checks      []CheckResult         `json:"checks"`
 	Refusals    []envmanifest.Refusal `json:"refusals"`
@@ -172,12 +177,13 @@ type verdictJSON struct {
 }
 
 // MarshalJSON encodes the verdict as docs/design.md's object:
-// {"accepted", "class"|null, "exitCode", "checks", "refusals", "drift",
+// {"accepted", "class"|null, "reason"?, "exitCode", "checks", "refusals", "drift",
 // "specDrift"?, "container"?, "notApplied"?, "pid"?, "materialize"?, "run"?,
 // "generation"?, "fence"?, "takenOver"?, "copy"?}.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	w := verdictJSON{
 		Accepted:    v.Accepted,
+		Reason:      v.Reason,
 		ExitCode:    v.ExitCode,
 		Checks:      v.Checks,
 		Refusals:    v.Refusals,
@@ -221,6 +227,7 @@ func (v *Verdict) UnmarshalJSON(data []byte) error {
 	}
 	*v = Verdict{
 		Accepted:    w.Accepted,
+		Reason:      w.Reason,
 		ExitCode:    w.ExitCode,
 		Checks:      w.Checks,
 		Refusals:    w.Refusals,

@@ -75,6 +75,7 @@ func generate(props []envmanifest.PropertyInfo, reserved []envmanifest.ReservedE
 		s    map[string]any
 	}{
 		{FileDevcontainer, dev},
+		{FileHandoff, handoffSchema()},
 		{FileManifestCore, manifestCoreSchema()},
 		{FileSignedManifest, signedManifestSchema()},
 		{FileSnapshotRef, snapshotRefSchema()},
@@ -479,6 +480,13 @@ func verdictSchema() map[string]any {
 	}}
 	r.fields["Verdict.copy"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
 		return with(b, map[string]any{"const": true, "description": "present (true) when the claim accepted, as a copy (resume --copy), a generation this ledger never recorded with this ref"})
+	}}
+	var reasons []any
+	for _, x := range exitcode.Reasons {
+		reasons = append(reasons, x.Reason)
+	}
+	r.fields["Verdict.reason"] = fieldOverlay{optional: true, apply: func(b map[string]any) map[string]any {
+		return with(b, map[string]any{"enum": reasons, "description": "the refusal's finer reason beside class (docs/exit-codes.md \"Reasons\"), when it has one"})
 	}}
 	r.descrip["TakenOver"] = "a holder fenced out by a take-over: host, namespace, container, and the fence it held"
 	r.fields["CheckResult.result"] = set(map[string]any{"enum": []any{resume.ResultPass, resume.ResultFail, resume.ResultSkipped}})

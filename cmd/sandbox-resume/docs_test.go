@@ -142,10 +142,10 @@ func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func exitCodesDoc() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, generatedNote, "internal/exitcode (Codes, Class.Code and HardeningRefusals)")
+	fmt.Fprintf(&b, generatedNote, "internal/exitcode (Codes, Class.Code, HardeningRefusals and Reasons)")
 	b.WriteString("# Exit codes\n\n")
 	b.WriteString("Every `sandbox-resume` command exits with one of these codes (docs/design.md \"CLI contract\"). " +
-		"Under `--output json` a failure that is not a verdict prints `{\"error\": {\"class\", \"message\", \"refusals\"?}}` on stdout.\n\n")
+		"Under `--output json` a failure that is not a verdict prints `{\"error\": {\"class\", \"reason\"?, \"message\", \"refusals\"?}}` on stdout.\n\n")
 	b.WriteString("| code | meaning |\n|---|---|\n")
 	for _, e := range exitcode.Codes {
 		fmt.Fprintf(&b, "| %d | %s |\n", e.Code, mdCell(e.Meaning))
@@ -169,6 +169,12 @@ func exitCodesDoc() string {
 	b.WriteString("| exit | refused | why |\n|---|---|---|\n")
 	for _, h := range exitcode.HardeningRefusals {
 		fmt.Fprintf(&b, "| %d | %s | %s |\n", h.Code, mdCell(h.What), mdCell(h.Why))
+	}
+	b.WriteString("\n## Reasons\n\n")
+	b.WriteString("A refusal may carry a finer `reason` beside its `class`, in the JSON verdict and in `{\"error\": …}` (docs/design.md \"Hardening\").\n\n")
+	b.WriteString("| reason | class | exit | meaning |\n|---|---|---|---|\n")
+	for _, r := range exitcode.Reasons {
+		fmt.Fprintf(&b, "| `%s` | `%s` | %d | %s |\n", r.Reason, r.Class, r.Class.Code(), mdCell(r.Meaning))
 	}
 	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 func newExportCmd(a *app) *cobra.Command {
 	var ref, out string
 	var withBase bool
+	var ho handoffFlags
 	cmd := &cobra.Command{
 		Use:   "export --ref ref.json --out run.tar [--with-base]",
 		Short: "Write a suspended run as an OCI image layout archive (migration artifact)",
@@ -25,6 +26,12 @@ its config, the rootfs diff as its one layer, the base image's platform
 manifest as its subject) and writes it as an OCI image layout tar, atomically.
 --with-base adds the base image (its index when complete, else its platform
 manifest). Exit 5 when the base manifest is absent, 7 when the diff is.
+--handoff HOST_ID --key K hands the run over to that host (docs/design.md
+"Exactly once across hosts"): the run ledger's HandedOff runs first (the
+record becomes a handed-off tombstone: this host never resumes the generation
+again, 9), then the signed handoff statement is the artifact's last layer.
+Retried with the same host and key, it writes the same bytes; another host is
+8, this host 2, a ref without a run UID 2.
 Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -42,17 +49,24 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 				return nil, err
 			}
 			popts, done := moveProgress(s.cmd)
-			res, err := migrate.ExportFile(s.ctx, rt, refFile, out, withBase, popts...)
+			hopts, err := ho.options(s, rt)
+			if err != nil {
+				done()
+				return nil, err
+			}
+			res, err := migrate.ExportFile(s.ctx, rt, refFile, out, withBase, append(popts, hopts...)...)
 			done()
 			if err != nil {
 				return nil, fmt.Errorf("export %s: %w", ref, err)
 			}
+			warnUnpinned(s.stderr(), "export", ref, refFile)
 			return &result{JSON: res, Text: func(w, _ io.Writer) error {
 				fmt.Fprintf(w, "exported run %s to %s (%d bytes): artifact %s", res.Run, res.Path, res.Size, res.Artifact.Digest)
 				if len(res.Base) > 0 {
 					fmt.Fprintf(w, ", base %s", res.Base[0])
 				}
 				fmt.Fprintln(w)
+				printHandedOff(w, res.Run, res.Handoff)
 				return nil
 			}}, nil
 		}),
@@ -63,6 +77,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 	f.BoolVar(&withBase, "with-base", false, "include the base image in the archive")
 	_ = cmd.MarkFlagRequired("ref")
 	_ = cmd.MarkFlagRequired("out")
+	ho.add(cmd, a)
 	addDaemonFlags(cmd, a)
 	return cmd
 }

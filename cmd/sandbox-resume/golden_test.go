@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
+	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/suspend"
@@ -446,5 +447,92 @@ func TestPushPullGolden(t *testing.T) {
 		goldenCase{args: []string{"pull", "--trust", testPubFile, "--out", "pulled.ref.json", "--run", testRunID, "127.0.0.1:5000/runs"}, setup: pushed},
 		goldenCase{args: []string{"pull", "--trust", testPubFile, "--out", "pulled.ref.json", "--run", testRunID, "127.0.0.1:5000/runs:t"}, setup: pushed},
 		goldenCase{args: []string{"pull", "--trust", testPubFile, "--out", "pulled.ref.json", "127.0.0.1:5000/runs:absent"}, setup: pushed},
+	)
+}
+
+// TestRecallGolden: recall --force of a handed-off run, without --force
+// (64), of a suspended run (8), of an unknown run (1: no record), a bad
+// run id (64).
+func TestRecallGolden(t *testing.T) {
+	r := newSuspendedRun(t)
+	handedOff := func(w *world) {
+		w.withFacts(r)
+		w.suspended(r)
+		if _, err := w.l.HandedOff(context.Background(), ledger.HandOffRequest{Run: testRunID, Generation: 1, Ref: digest.FromBytes(r.refFile),
+			RunUID: "ruid:0123456789abcdef0123456789abcdef", To: "host-b", Host: testHostID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden(t, "recall",
+		goldenCase{args: []string{"recall", "--run", testRunID, "--force"}, setup: handedOff, check: func(t *testing.T, w *world, _ int) {
+			if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateSuspended {
+				t.Errorf("record after recall: %s", rec)
+			}
+		}},
+		goldenCase{args: []string{"recall", "--run", testRunID}, setup: handedOff},
+		goldenCase{args: []string{"recall", "--run", testRunID, "--force"}, setup: func(w *world) { w.withFacts(r); w.suspended(r) }},
+		goldenCase{args: []string{"recall", "--run", "unknown", "--force"}},
+		goldenCase{args: []string{"recall", "--run", "Bad_Run", "--force"}},
+	)
+}
+
+// handedOffArchive writes run.tar: r exported from a store of its own by
+// host-a with --handoff to host, signed with testKey.
+func handedOffArchive(t *testing.T, r *suspendedRun, host string) {
+	t.Helper()
+	src := memhost.New(testHost())
+	for _, b := range r.blobs {
+		src.Put(b)
+	}
+	la := lfake.New(lfake.WithClock(func() time.Time { return time.Date(2026, 11, 30, 16, 30, 0, 0, time.UTC) }))
+	if _, err := la.Suspended(context.Background(), ledger.SuspendRequest{Run: r.ref.Run, Generation: 1, Ref: digest.FromBytes(r.refFile),
+		Container: ledger.Container{Host: "host-a", Namespace: "sandbox-resume", ID: "box-1"}, RunUID: r.ref.RunUID,
+		Created: time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.ExportFile(context.Background(), src, r.refFile, "run.tar", false,
+		migrate.WithHandoff(&migrate.Handoff{Ledger: la, Host: "host-a", To: host, Key: testKey()})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHandoffGolden: export --handoff (and its refusals: no --key 64, this
+// host 2), and import of a handed-over archive on the host it names
+// (Received) and on another host (9, nothing stored).
+func TestHandoffGolden(t *testing.T) {
+	r := newSuspendedRun(t)
+	here := func(w *world) {
+		files(w, r)
+		w.withFacts(r)
+		w.withStore(r)
+		w.suspended(r)
+	}
+	golden(t, "handoff",
+		goldenCase{args: []string{"export", "--ref", testRefFile, "--out", "run.tar", "--handoff", "host-b", "--key", testKeyFile}, setup: here,
+			check: func(t *testing.T, w *world, _ int) {
+				if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateHandedOff {
+					t.Errorf("record after export --handoff: %s", rec)
+				}
+			}},
+		goldenCase{args: []string{"export", "--ref", testRefFile, "--out", "run.tar", "--handoff", "host-b"}, setup: here},
+		goldenCase{args: []string{"export", "--ref", testRefFile, "--out", "run.tar", "--handoff", testHostID, "--key", testKeyFile}, setup: here},
+		goldenCase{args: []string{"import", "run.tar", "--trust", testPubFile, "--out", "imported.ref.json"}, setup: func(w *world) {
+			files(w, nil)
+			handedOffArchive(t, r, testHostID)
+			w.rt.Machine = memhost.New(testHost())
+		}, check: func(t *testing.T, w *world, _ int) {
+			if rec, _ := w.l.Get(context.Background(), testRunID); rec.State != ledger.StateSuspended || rec.Received == nil {
+				t.Errorf("record after the import: %s", rec)
+			}
+		}},
+		goldenCase{args: []string{"import", "run.tar", "--trust", testPubFile, "--out", "imported.ref.json"}, setup: func(w *world) {
+			files(w, nil)
+			handedOffArchive(t, r, "host-c")
+			w.rt.Machine = memhost.New(testHost())
+		}, check: func(t *testing.T, w *world, _ int) {
+			if w.rt.Len() != 0 {
+				t.Errorf("a refused import stored %d blobs", w.rt.Len())
+			}
+		}},
 	)
 }

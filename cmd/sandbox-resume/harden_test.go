@@ -211,9 +211,9 @@ func TestLedgerCorruptPageIsOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, stdout, stderr := runReal(t, "runs", "--ledger", path, "--output", "json")
-		switch {
-		case code == 0:
-		case code == 1:
+		switch code {
+		case 0:
+		case 1:
 			je := jsonErrorOf(t, stdout)
 			if !strings.Contains(je.Message, path) {
 				t.Errorf("page %d: error %q does not name %s", pg, je.Message, path)

@@ -30,6 +30,12 @@ recorded index (or manifest) digest if no image has that name; an existing
 name is never re-pointed (the output says which). Entries may carry a
 leading ./ (an archive repacked with tar -C DIR .). A refused archive is
 exit 2 and leaves nothing stored; an untrusted or tampered ref is 6.
+An archive carrying a handoff statement (export --handoff) has it verified
+against the same keys (6; 2 when it names another ref); when it names this
+host (--host-id or introspection), the ref is written to --out and the run
+ledger's Received records the generation before the run lease takes the
+content, so a rerun finishes a killed import. A statement naming another
+host is 9 and nothing is stored; Received may refuse with 6, 8 or 9.
 Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -46,8 +52,9 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return nil, err
 			}
+			recv := receiver(s, rt)
 			popts, done := moveProgress(s.cmd)
-			res, err := migrate.ImportFile(s.ctx, rt, args[0], trust, out, popts...)
+			res, err := migrate.ImportFile(s.ctx, rt, args[0], trust, out, append(popts, recv)...)
 			done()
 			if err != nil {
 				return nil, err
@@ -60,6 +67,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 				fmt.Fprintf(w, "imported run %s (%s, %s): artifact %s, %d blobs held by lease %s\n",
 					res.Run, res.Manifest, pinned, res.Artifact.Digest, res.Blobs, res.Lease)
 				printBaseName(w, res.BaseName)
+				printReceived(w, res.Run, res.Received)
 				if out != "" {
 					fmt.Fprintf(w, "wrote %s\n", out)
 				}
@@ -72,6 +80,8 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 	f.StringVar(&out, "out", "", "write the verified ref file here")
 	_ = cmd.MarkFlagRequired("trust")
 	addDaemonFlags(cmd, a)
+	addHostIDFlag(cmd, a)
+	addLedgerFlags(cmd, a)
 	return cmd
 }
 

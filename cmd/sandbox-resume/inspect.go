@@ -5,13 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/migrate"
+	"github.com/sandbox-resume/sandbox-resume/runspec"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -45,6 +52,17 @@ type inspectOutput struct {
 	Signatures    int                  `json:"signatures"`
 	Verified      bool                 `json:"verified"`           // --trust given and the signatures verified
 	SignedBy      []string             `json:"signedBy,omitempty"` // the keyids that verified
+	// Memory is the generation's memory image, when it has one.
+	Memory *snapshot.Memory `json:"memory,omitempty"`
+	// RuntimeSpec is the recorded spec decoded, when it was read (through
+	// the daemon, --address/--namespace, or from --archive): the process,
+	// mounts, namespaces and capabilities, and the spec itself.
+	RuntimeSpec *runspec.Description `json:"runtimeSpec,omitempty"`
+	// SpecFrom names where the spec was read from ("containerd ADDRESS
+	// namespace NS", "archive PATH").
+	SpecFrom string `json:"specFrom,omitempty"`
+	// RuntimeOptions are the runtime's options decoded, when it has some.
+	RuntimeOptions *runspec.RuntimeDescription `json:"runtimeOptions,omitempty"`
 }
 
 // inspectRuntime is a ref's runtime with its options' value in base64, as
@@ -65,9 +83,10 @@ type inspectOptions struct {
 // snapshot.OpenRefUnsafe (parse, schema, integrity; no signature), or with
 // --trust through snapshot.OpenRef, which verifies the signatures first.
 func newInspectCmd(a *app) *cobra.Command {
-	var trustPath string
+	var trustPath, archivePath string
+	var showEnv bool
 	cmd := &cobra.Command{
-		Use:   "inspect REF [--trust PUB|DIR]",
+		Use:   "inspect REF [--trust PUB|DIR] [--address A --namespace N | --archive run.tar] [--show-env]",
 		Short: "Show what a SnapshotRef file records (untrusted unless --trust)",
 		Long: `Reads a SnapshotRef file and shows its run, run UID, generation, parent, how
 many ancestors it lists, what it was repinned or forked from, layers with
@@ -76,14 +95,20 @@ creation time. Without --trust nothing is verified but the file's structure,
 schema and the manifest address of its core: do not act on what it shows.
 With --trust the signatures are verified first against the trusted keys
 (untrusted: exit 6). A file that is not a SnapshotRef is exit 2; a ref whose
-manifest or pinned flag disagrees with its core is 6. Needs no daemon.`,
+manifest or pinned flag disagrees with its core is 6. Needs no daemon, unless
+--address or --namespace is given: then the recorded runtime spec blob is read
+(its size and digest verified) from that containerd's content store, or with
+--archive from a migration archive, and inspect also shows what the ref will
+run — the process (args, cwd, user, environment names; values only with
+--show-env), mounts, namespaces and capabilities — and, under --output json,
+the decoded spec. A spec blob that is absent or another blob is 7.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("inspect: exactly one ref file argument is required, got %d", len(args))
 			}
 			return nil
 		},
-		RunE: a.command(func(_ *session, args []string) (*result, error) {
+		RunE: a.command(func(s *session, args []string) (*result, error) {
 			data, err := readInput(args[0])
 			if err != nil {
 				return nil, err
@@ -101,10 +126,16 @@ manifest or pinned flag disagrees with its core is 6. Needs no daemon.`,
 				return nil, openRefError(args[0], err)
 			}
 			out := inspectOf(data, ref, trustPath != "")
+			if err := readInspectSpec(s, &out, ref, archivePath, showEnv); err != nil {
+				return nil, err
+			}
 			return &result{JSON: out, Text: func(w, _ io.Writer) error { writeInspectText(w, out); return nil }}, nil
 		}),
 	}
 	cmd.Flags().StringVar(&trustPath, "trust", "", "trusted PKIX PEM public key, or a directory of *.pub / *.pem keys: verify the signatures too")
+	cmd.Flags().StringVar(&archivePath, "archive", "", "migration archive (export's OCI layout tar) to read the recorded spec blob from")
+	cmd.Flags().BoolVar(&showEnv, "show-env", false, "show the environment's values too (only the names without it)")
+	addDaemonFlags(cmd, a)
 	return cmd
 }
 
@@ -143,8 +174,10 @@ func inspectOf(data []byte, ref *snapshot.Ref, verified bool) inspectOutput {
 		out.Runtime = &inspectRuntime{Name: rt.Name}
 		if o := rt.Options; o != nil {
 			out.Runtime.Options = &inspectOptions{TypeURL: o.TypeURL, Value: base64.StdEncoding.EncodeToString(o.Value)}
+			out.RuntimeOptions = runspec.DescribeRuntime(rt)
 		}
 	}
+	out.Memory = ref.Memory
 	return out
 }
 
@@ -201,6 +234,31 @@ func writeInspectText(w io.Writer, o inspectOutput) {
 			opts = fmt.Sprintf("options %s %q", op.TypeURL, op.Value)
 		}
 		row("runtime", "%s, %s", o.Runtime.Name, opts)
+		if d := o.RuntimeOptions; d != nil {
+			switch {
+			case d.Undecoded != "":
+				row("  options", "%s", d.Undecoded)
+			case len(d.Options) == 0:
+				row("  options", "none set")
+			default:
+				for _, k := range slices.Sorted(maps.Keys(d.Options)) {
+					row("  "+k, "%v", d.Options[k])
+				}
+			}
+		}
+	}
+	if m := o.Memory; m != nil {
+		var size int64
+		for _, b := range m.Blobs {
+			size += b.Size
+		}
+		row("memory", "%s: %d blobs, %d bytes", m.Format, len(m.Blobs), size)
+		tool := m.Runtime.Tool + " " + m.Runtime.Version
+		if m.Runtime.Platform != "" {
+			tool += ", platform " + m.Runtime.Platform
+		}
+		row("  by", "%s (binary %s)", tool, m.Runtime.BinaryDigest)
+		row("  on", "kernel %s, %s family %d model %d, %d CPU flags", m.Host.Kernel, m.Host.CPU.Vendor, m.Host.CPU.Family, m.Host.CPU.Model, len(m.Host.CPU.Flags))
 	}
 	row("host", "%s (%s), containerd %s, %s, %s", o.Host.ID, o.Host.IDSource, o.Host.ContainerdVersion, o.Host.Snapshotter, o.Host.Platform)
 	if o.Fence != 0 {
@@ -208,5 +266,131 @@ func writeInspectText(w io.Writer, o inspectOutput) {
 	}
 	row("kept running", "%t", o.KeptRunning)
 	row("created", "%s", o.Created)
+	if d := o.RuntimeSpec; d != nil {
+		writeSpecRows(row, d, o.SpecFrom)
+	}
 	tw.Flush()
+}
+
+// writeSpecRows prints the recorded spec's process, mounts, namespaces
+// and capabilities, one row each.
+func writeSpecRows(row func(k, format string, args ...any), d *runspec.Description, from string) {
+	row("spec read", "from %s (size and digest verified)", from)
+	if p := d.Process; p != nil {
+		row("process", "%s", strings.Join(quoteAll(p.Args), " "))
+		row("  cwd", "%s", p.Cwd)
+		u := fmt.Sprintf("uid %d gid %d", p.User.UID, p.User.GID)
+		if len(p.User.AdditionalGids) > 0 {
+			u += fmt.Sprintf(" groups %v", p.User.AdditionalGids)
+		}
+		if p.User.Username != "" {
+			u += " (" + p.User.Username + ")"
+		}
+		row("  user", "%s", u)
+		if p.EnvValues != nil {
+			row("  env", "%s", strings.Join(quoteAll(p.EnvValues), " "))
+		} else {
+			row("  env", "%s (values hidden: --show-env)", strings.Join(p.Env, " "))
+		}
+		if p.Terminal {
+			row("  terminal", "true")
+		}
+	}
+	if d.Hostname != "" {
+		row("hostname", "%s", d.Hostname)
+	}
+	if r := d.Root; r != nil {
+		row("root", "%s (readonly %t)", r.Path, r.Readonly)
+	}
+	row("mounts", "%d", len(d.Mounts))
+	for _, m := range d.Mounts {
+		opts := ""
+		if len(m.Options) > 0 {
+			opts = " (" + strings.Join(m.Options, ",") + ")"
+		}
+		row("  "+m.Destination, "%s %s%s", m.Type, m.Source, opts)
+	}
+	ns := make([]string, 0, len(d.Namespaces))
+	for _, n := range d.Namespaces {
+		s := string(n.Type)
+		if n.Path != "" {
+			s += "=" + n.Path
+		}
+		ns = append(ns, s)
+	}
+	row("namespaces", "%s", orNone(strings.Join(ns, " ")))
+	if c := d.Capabilities; c != nil {
+		row("capabilities", "bounding %s", orNone(strings.Join(c.Bounding, " ")))
+		row("  effective", "%s", orNone(strings.Join(c.Effective, " ")))
+		row("  permitted", "%s", orNone(strings.Join(c.Permitted, " ")))
+		if len(c.Inheritable) > 0 {
+			row("  inheritable", "%s", strings.Join(c.Inheritable, " "))
+		}
+		if len(c.Ambient) > 0 {
+			row("  ambient", "%s", strings.Join(c.Ambient, " "))
+		}
+	} else {
+		row("capabilities", "none")
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// readInspectSpec reads the ref's recorded spec blob for inspect — from the
+// archive when --archive is given, else through the daemon when --address
+// or --namespace is — and describes it into out (runspec.Describe). Without
+// either it reads nothing (inspect needs no daemon).
+func readInspectSpec(s *session, out *inspectOutput, ref *snapshot.Ref, archive string, showEnv bool) error {
+	fl := s.cmd.Flags()
+	viaDaemon := fl.Changed("address") || fl.Changed("namespace")
+	if archive == "" && !viaDaemon {
+		return nil
+	}
+	if ref.Spec == nil {
+		return &exitError{class: exitcode.ClassBadInput, err: fmt.Errorf("inspect: a %s ref records no runtime spec to read", ref.Schema)}
+	}
+	var spec []byte
+	var err error
+	if archive != "" {
+		f, ferr := os.Open(archive)
+		if ferr != nil {
+			return badInput(ferr)
+		}
+		defer f.Close()
+		spec, err = migrate.ArchiveSpec(f, *ref.Spec)
+		out.SpecFrom = "archive " + archive
+	} else {
+		rt, rerr := s.runtime()
+		if rerr != nil {
+			return rerr
+		}
+		spec, err = rt.ReadSpec(s.ctx, *ref.Spec)
+		d := s.app.flags.daemon
+		out.SpecFrom = fmt.Sprintf("containerd %s namespace %s", d.address, d.namespace)
+	}
+	switch {
+	case errdefs.IsNotFound(err):
+		return &exitError{class: exitcode.ClassSnapshotMissing, err: fmt.Errorf("inspect: /ref/spec: %w", err)}
+	case err != nil:
+		return fmt.Errorf("inspect: /ref/spec: %w", err)
+	}
+	desc, err := runspec.Describe(spec, showEnv)
+	if err != nil {
+		return &exitError{class: exitcode.ClassSnapshotMissing, err: fmt.Errorf("inspect: /ref/spec %s: %w", ref.Spec.Digest, err)}
+	}
+	out.RuntimeSpec = desc
+	return nil
 }

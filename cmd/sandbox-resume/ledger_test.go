@@ -26,14 +26,19 @@ import (
 func TestGlobalFlagsShownWhereUsed(t *testing.T) {
 	root := newRootCmd(newApp(nil, io.Discard, io.Discard))
 	daemon := map[string]bool{"suspend": true, "resume": true, "discard": true, "export": true, "import": true,
-		"push": true, "pull": true, "pin": true, "lint": true}
+		"push": true, "pull": true, "pin": true, "lint": true, "repin": true, "fork": true, "inspect": true}
 	uses := map[string]map[string]bool{
 		"address":   daemon,
 		"namespace": daemon,
-		"host-id":   {"suspend": true, "resume": true},
+		// Turn 3 (docs/design.md "CLI contract"): export, import, push and
+		// pull take --host-id and the ledger flags (a handoff), recall the
+		// ledger flags; repin takes --host-id and the ledger flags, fork the
+		// ledger flags.
+		"host-id": {"suspend": true, "resume": true, "export": true, "import": true, "push": true, "pull": true, "repin": true},
 	}
 	for _, flag := range []string{"ledger", "ledger-timeout", "ledger-cacert", "ledger-cert", "ledger-key", "ledger-claim-ttl"} {
-		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true}
+		uses[flag] = map[string]bool{"suspend": true, "resume": true, "runs": true, "discard": true,
+			"export": true, "import": true, "push": true, "pull": true, "recall": true, "repin": true, "fork": true}
 	}
 	seen := map[string]bool{}
 	for _, c := range root.Commands() {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 
@@ -36,6 +35,10 @@ Credentials and TLS as for push; a blob whose fetch fails transiently is
 fetched again whole (--debug logs each retry). A pull that fails leaves
 nothing stored and no --out file. --plain-http is accepted only for a
 loopback registry.
+An artifact carrying a handoff statement is taken as import takes it: verified
+(6, or 2), refused with 9 when it names another host (nothing stored), else
+--out is written and the run ledger's Received runs before the run lease
+takes the content.
 Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -67,13 +70,11 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 			if err != nil {
 				return nil, err
 			}
+			recv := receiver(s, rt)
 			progress, done := moveProgress(s.cmd)
-			res, err := migrate.Pull(s.ctx, rt, reg, source, trust, append(popts, progress...)...)
+			res, err := migrate.PullFile(s.ctx, rt, reg, source, trust, out, append(append(popts, progress...), recv)...)
 			done()
 			if err != nil {
-				return nil, err
-			}
-			if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
 				return nil, err
 			}
 			return &result{JSON: res, Text: func(w, _ io.Writer) error {
@@ -83,6 +84,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 				}
 				fmt.Fprintln(w)
 				printBaseName(w, res.BaseName)
+				printReceived(w, res.Run, res.Received)
 				fmt.Fprintf(w, "wrote %s\n", out)
 				return nil
 			}}, nil
@@ -96,5 +98,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 	_ = cmd.MarkFlagRequired("trust")
 	_ = cmd.MarkFlagRequired("out")
 	addDaemonFlags(cmd, a)
+	addHostIDFlag(cmd, a)
+	addLedgerFlags(cmd, a)
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 func newPushCmd(a *app) *cobra.Command {
 	var ref string
 	var rf registryFlags
+	var ho handoffFlags
 	cmd := &cobra.Command{
 		Use:   "push [--plain-http] [--registry-config F] [--registry-cacert F] --ref ref.json REG/REPO[:TAG]",
 		Short: "Push a suspended run (and its base image, by digest) to an OCI registry",
@@ -29,6 +30,8 @@ pool plus --registry-cacert. A blob whose push fails transiently (connection
 reset, 429, 5xx) is pushed again whole, within bounded attempts and time
 (--debug logs each retry). --plain-http is accepted only for a loopback
 registry (127.0.0.1, ::1, localhost).
+--handoff HOST_ID --key K hands the run over to that host, as export does:
+HandedOff first, then the signed handoff statement as the artifact's last layer.
 Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -50,13 +53,20 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 				return nil, err
 			}
 			popts, done := moveProgress(s.cmd)
-			res, err := migrate.Push(s.ctx, rt, reg, refFile, target, popts...)
+			hopts, err := ho.options(s, rt)
+			if err != nil {
+				done()
+				return nil, err
+			}
+			res, err := migrate.Push(s.ctx, rt, reg, refFile, target, append(popts, hopts...)...)
 			done()
 			if err != nil {
 				return nil, fmt.Errorf("push %s: %w", ref, err)
 			}
+			warnUnpinned(s.stderr(), "push", ref, refFile)
 			return &result{JSON: res, Text: func(w, _ io.Writer) error {
 				_, err := fmt.Fprintf(w, "pushed run %s to %s: artifact %s; base by digest: %v\n", res.Run, res.Target, res.Artifact.Digest, res.Base)
+				printHandedOff(w, res.Run, res.Handoff)
 				return err
 			}}, nil
 		}),
@@ -65,6 +75,7 @@ Progress is drawn on stderr when stderr is a terminal, never otherwise.`,
 	f.StringVar(&ref, "ref", "", "SnapshotRef file written by suspend (required)")
 	rf.add(f)
 	_ = cmd.MarkFlagRequired("ref")
+	ho.add(cmd, a)
 	addDaemonFlags(cmd, a)
 	return cmd
 }

@@ -18,6 +18,7 @@ import (
 type resumeOptions struct {
 	ref, config, trust, lockfile, container, spec             string
 	check, start, takeOver, trustRecordedSpec, copy, noMemory bool
+	force                                                     bool
 }
 
 // newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
@@ -63,7 +64,10 @@ under the recorded runtime and its options, with the labels run, manifest,
 generation, ref and fence, and the run goes live with it; a failure before
 the container exists releases the claim, and a claim lost meanwhile deletes
 the container (8). --take-over takes a live run from a lost holder (an
-operator's decision: the verdict names the fenced-out holder in takenOver).
+operator's decision: the verdict names the fenced-out holder in takenOver);
+the holder's container on this host is deleted only when its labels name the
+run and the fence it held (any other container under that id is left alone,
+8), and a holder whose task runs on this host needs --force as well.
 A recorded spec and runtime this ledger did not record from a suspend on this
 host are judged first: OCI hooks, every capability, a host namespace, a
 writable bind of /, a runtime given as a path, or runtime options beyond
@@ -90,7 +94,10 @@ listed in notApplied.`,
 			if err != nil {
 				return nil, err
 			}
-			req.TakeOver, req.TrustRecordedSpec = o.takeOver, o.trustRecordedSpec
+			if o.force && !o.takeOver {
+				return nil, usageErrorf("resume: --force goes with --take-over (deleting a live holder that runs on this host)")
+			}
+			req.TakeOver, req.TrustRecordedSpec, req.Force = o.takeOver, o.trustRecordedSpec, o.force
 			req.Copy, req.NoMemory = o.copy, o.noMemory
 			if o.spec != "" {
 				if req.Spec, err = inputfile.Read(o.spec, inputfile.MaxJSON); err != nil {
@@ -127,6 +134,7 @@ listed in notApplied.`,
 	f.BoolVar(&o.check, "check", false, "decide only: run the checks, write nothing (no claim, no container)")
 	f.BoolVar(&o.takeOver, "take-over", false, "take a live run from its holder (a lost host or container), fencing it out: an operator's decision")
 	f.BoolVar(&o.noMemory, "no-memory", false, "resume a generation with memory from its filesystem and restart its process instead of restoring it (check 12 says so)")
+	f.BoolVar(&o.force, "force", false, "with --take-over: also when the live holder's task runs on this host and namespace (its container is deleted)")
 	f.BoolVar(&o.trustRecordedSpec, "trust-recorded-spec", false, "run a recorded spec and runtime options that another host recorded (hooks, privileged settings, shim paths) without judging them: an operator's decision")
 	f.BoolVar(&o.copy, "copy", false, "accept a generation this ledger never recorded (a copy the source can still resume: a backup or a fork made on purpose); the verdict says copy: true")
 	f.StringVar(&o.container, "container", "", "id of the container to create (default <run>-g<generation+1>); not used by --check")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
+	"github.com/sandbox-resume/sandbox-resume/resume"
 )
 
 const (
@@ -97,7 +98,10 @@ func newRootCmd(a *app) *cobra.Command {
 		newImportCmd(a),
 		newPushCmd(a),
 		newPullCmd(a),
+		newRecallCmd(a),
 		newInspectCmd(a),
+		newRepinCmd(a),
+		newForkCmd(a),
 	)
 	acceptDaemonFlags(a, root)
 	for _, c := range root.Commands() {
@@ -249,13 +253,16 @@ func jsonRequested(args []string) bool {
 // jsonError is the {"error": …} object of docs/design.md "CLI contract",
 // "Output".
 type jsonError struct {
-	Class    string                `json:"class"`
+	Class string `json:"class"`
+	// Reason is the refusal's finer reason (resume.Reason: a ledger
+	// refusal's code, whiteout-name), omitted when the class says all.
+	Reason   string                `json:"reason,omitempty"`
 	Message  string                `json:"message"`
 	Refusals []envmanifest.Refusal `json:"refusals,omitempty"`
 }
 
 func writeJSONError(w io.Writer, class string, err error) {
-	je := jsonError{Class: class, Message: err.Error()}
+	je := jsonError{Class: class, Reason: resume.Reason(err), Message: err.Error()}
 	var re *envmanifest.RefusedError
 	var me *envmanifest.ImageMetadataError
 	switch {

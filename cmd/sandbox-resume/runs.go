@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 
 	"github.com/sandbox-resume/sandbox-resume/ledger"
@@ -18,7 +19,9 @@ import (
 // contract"): the ledger's records, purged ones left out, read without
 // writing (a bolt file is opened read-only; a missing file is an empty
 // ledger). Under --output json: {"runs": [record, …]}; an unknown --run is
-// an empty list.
+// an empty list. With --run, the forks this ledger knows of the run
+// (docs/design.md "Repin and fork") follow: a "forks" list when there are
+// any.
 func newRunsCmd(a *app) *cobra.Command {
 	var run string
 	cmd := &cobra.Command{
@@ -39,6 +42,7 @@ func newRunsCmd(a *app) *cobra.Command {
 				return nil, err
 			}
 			var all []ledger.Record
+			var forks []forkOf
 			if run != "" {
 				r, err := l.Get(s.ctx, run)
 				switch {
@@ -47,6 +51,9 @@ func newRunsCmd(a *app) *cobra.Command {
 					return nil, err
 				default:
 					all = append(all, r)
+				}
+				if forks, err = forksOf(s, l, run); err != nil {
+					return nil, err
 				}
 			} else if all, err = l.List(s.ctx); err != nil {
 				return nil, err
@@ -57,9 +64,18 @@ func newRunsCmd(a *app) *cobra.Command {
 					recs = append(recs, r)
 				}
 			}
+			js := map[string]any{"runs": recs}
+			if len(forks) > 0 {
+				js["forks"] = forks
+			}
 			return &result{
-				JSON: map[string]any{"runs": recs},
-				Text: func(w, _ io.Writer) error { return writeRunsText(w, recs) },
+				JSON: js,
+				Text: func(w, _ io.Writer) error {
+					if err := writeRunsText(w, recs); err != nil {
+						return err
+					}
+					return writeForks(w, run, forks)
+				},
 			}, nil
 		}),
 	}
@@ -115,4 +131,43 @@ func writeLineage(w io.Writer, recs []ledger.Record) error {
 		}
 	}
 	return nil
+}
+
+// forkOf is a run the ledger records as forked from another: its id, run
+// UID, state and the source generation it was forked from.
+type forkOf struct {
+	Run        string        `json:"run"`
+	RunUID     string        `json:"runUID,omitempty"`
+	State      ledger.State  `json:"state"`
+	Generation uint64        `json:"generation"`
+	Ref        digest.Digest `json:"ref"`
+}
+
+// forksOf lists the records whose forkedFrom names run, purged ones left
+// out, in the ledger's order.
+func forksOf(s *session, l ledger.Ledger, run string) ([]forkOf, error) {
+	all, err := l.List(s.ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []forkOf
+	for _, r := range all {
+		if f := r.ForkedFrom; f != nil && f.Run == run && r.State != ledger.StatePurged {
+			out = append(out, forkOf{Run: r.Run, RunUID: r.RunUID, State: r.State, Generation: f.Generation, Ref: f.Ref})
+		}
+	}
+	return out, nil
+}
+
+// writeForks prints `RUN: forked into A (from generation N, suspended), …`.
+func writeForks(w io.Writer, run string, forks []forkOf) error {
+	if len(forks) == 0 {
+		return nil
+	}
+	parts := make([]string, 0, len(forks))
+	for _, f := range forks {
+		parts = append(parts, fmt.Sprintf("%s (from generation %d, %s)", f.Run, f.Generation, f.State))
+	}
+	_, err := fmt.Fprintf(w, "%s: forked into %s\n", run, strings.Join(parts, ", "))
+	return err
 }

@@ -150,9 +150,10 @@ var Layout = map[string]Place{
 }
 
 // extra lists what a package may import beyond earlier items and its own
-// family: schemas imports resume for the verdict's types.
+// family: schemas imports resume for the verdict's types and migrate for
+// the handoff statement's.
 var extra = map[string][]string{
-	"schemas": {"resume"},
+	"schemas": {"resume", "migrate"},
 }
 
 // TestSupport reports whether the package p (path relative to Module) is

@@ -42,8 +42,8 @@ var Codes = []CodeInfo{
 	{Image, "image unresolved or drifted in the content store"},
 	{Untrusted, "signature missing, invalid or untrusted; or ref tampered; or the ledger records another ref for this generation (forked)"},
 	{Snapshot, "snapshot content missing or corrupt"},
-	{Claim, "claim conflict: an incarnation holds the run or a claim is in flight (also a previous release's claim lease); a fenced-out incarnation or resumer; the container id exists; the run id is taken; the container was already suspended"},
-	{Superseded, "superseded: a newer generation of the run exists, or the run was discarded (the verdict names which)"},
+	{Claim, "claim conflict: an incarnation holds the run or a claim is in flight (also a previous release's claim lease); a fenced-out incarnation or resumer; the container id exists, or holds another run's container under a replaced holder's id; a take-over of a holder running on this host without --force; the run id is taken; the container was already suspended; a second handoff of a generation to another host, or a recall of a run that is not handed off"},
+	{Superseded, "superseded: a newer generation of the run exists, the run was discarded or purged, another run has its id, or the generation was handed off (the verdict names which; reason beside the class); this ledger never recorded the generation (not-handed-off); import and pull of an artifact whose handoff statement names another host (nothing stored)"},
 	{Memory, "memory incompatible: this host cannot restore the generation's memory image (format, checkpoint tool or its version, CPU flags); the verdict names the field and both values (resume --no-memory restarts the process from the filesystem)"},
 	{Usage, "usage error"},
 }
@@ -174,4 +174,10 @@ var HardeningRefusals = []Hardening{
 		"a path such as /dev/zero was read to exhaustion"},
 	{Refused, "a private key file group or other may read or write (--key); chmod 600 it, as ssh requires",
 		"the signing key is the run's identity"},
+	{Refused, "a handoff statement (an artifact's last layer) that names another run, run UID, generation or ref than the artifact's ref, or does not decode; --handoff naming this host",
+		"a statement signed for one generation must not hand over another"},
+	{Untrusted, "a handoff statement whose signature does not verify against --trust",
+		"anyone who can write an archive could otherwise hand a run to any host"},
+	{Superseded, "import or pull of an artifact whose handoff statement names another host (reason handed-off); nothing is stored",
+		"the run was handed to that host only: taking it here too would resume it twice"},
 }

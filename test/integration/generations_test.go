@@ -515,7 +515,7 @@ func TestGenerationsKeepRunningTwice(t *testing.T) {
 	// with --take-over (an operator's decision), which fences the
 	// incarnation out (on this host it is deleted); its tree has no w/tmp2.
 	other := d.ID("k-other")
-	r.resume(t, filepath.Join(r.env.dir, "k.g5.json"), other, "--take-over")
+	r.resume(t, filepath.Join(r.env.dir, "k.g5.json"), other, "--take-over", "--force") // turn 3: its task runs here (the holder-deletion guard)
 	startWaiting(t, d, other)
 	sameTree(t, "taken-over incarnation of generation 5", walkTree(t, d, other), want)
 	if !r.gone(t, inc0) {

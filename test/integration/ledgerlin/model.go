@@ -140,9 +140,6 @@ func (s state) record() *ledger.Record {
 	return &r
 }
 
-// epoch stamps the model's transitions; Updated is never compared.
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // outcome is one way a call may go from a state.
 type outcome struct {
 	next  *ledger.Record // the record after the call (nil: none)
