@@ -274,3 +274,51 @@ func TestHostMemoryConformance(t *testing.T) {
 		return hosttest.MemoryFixture{Host: rt, Probe: captureProbe{rt}, Container: cid, LeaseID: snapshot.RunLease(fmt.Sprintf("mem-%d", n))}
 	})
 }
+
+// TestMemoryGenerations: generations 1 → 2 → 3 with memory. Each resume
+// restores the counter where the previous suspend --memory checkpointed
+// it, and the next suspend --memory of the incarnation (a restored task)
+// checkpoints it again: the counter never starts over.
+func TestMemoryGenerations(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "memgens")
+	m := suspendMemory(t, d, "counter")
+	count := filepath.Join(m.out, "count")
+	for gen := 2; gen <= 3; gen++ {
+		code, v := resumeVerdict(t, d, m)
+		if code != 0 || !v.Accepted || v.Pid == 0 {
+			t.Fatalf("resume of generation %d: exit %d %+v (materialize %+v)\ndaemon log:\n%s", gen-1, code, v, v.Materialize, d.Log())
+		}
+		first := waitCounter(t, count, "after the resume", func(int) bool { return true })
+		if first <= m.before || first > m.last+1 {
+			t.Fatalf("generation %d restored: first write %d, want a value in (%d, %d]", gen-1, first, m.before, m.last+1)
+		}
+		m.before = waitCounter(t, count, "counting on", func(n int) bool { return n > first+3 })
+		refPath := filepath.Join(m.env.dir, fmt.Sprintf("g%d.ref.json", gen))
+		if out, code := runCLI(t, d, "--output", "json", "suspend", "--container", v.Container, "--config", m.env.cfg, "--key", m.env.key, "--memory", "--out", refPath); code != 0 {
+			t.Fatalf("suspend --memory of the generation-%d incarnation: exit %d %s\ndaemon log:\n%s", gen-1, code, out, d.Log())
+		}
+		file, err := os.ReadFile(refPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := snapshot.OpenRef(file, m.env.trust)
+		if err != nil || ref.Generation != uint64(gen) || ref.Memory == nil {
+			t.Fatalf("generation %d ref: %+v (err %v)", gen, ref, err)
+		}
+		m.refPath, m.ref = refPath, ref
+		m.last = readCounter(count)
+		t.Logf("generation %d: counter %d at the checkpoint", gen, m.last)
+		if err := os.Remove(count); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, v := resumeVerdict(t, d, m)
+	if code != 0 || !v.Accepted {
+		t.Fatalf("resume of generation 3: exit %d %+v", code, v)
+	}
+	if first := waitCounter(t, count, "after the last resume", func(int) bool { return true }); first <= m.before || first > m.last+1 {
+		t.Fatalf("generation 3 restored: first write %d, want a value in (%d, %d]", first, m.before, m.last+1)
+	}
+}
