@@ -322,3 +322,54 @@ func TestMemoryGenerations(t *testing.T) {
 		t.Fatalf("generation 3 restored: first write %d, want a value in (%d, %d]", first, m.before, m.last+1)
 	}
 }
+
+// TestMemorySuspendKillTrials: suspend --memory SIGKILLed at each step
+// from the checkpoint on (its image stored, the ref blob stored, the
+// generation recorded, the ref file written, the task killed) leaves the
+// workload frozen or stopped — never two copies — and a rerun of the same
+// command completes it; the resume then restores the counter where the
+// completed suspend left it.
+func TestMemorySuspendKillTrials(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "memkill")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	for _, step := range []string{"checkpoint", "refblob", "recorded", "written", "stop"} {
+		t.Run(step, func(t *testing.T) {
+			m := &memoryRun{env: newSuspendEnv(t, "busybox:1"), out: t.TempDir()}
+			m.cid = memoryContainer(t, d, im.Name, "kill-"+step, m.out, cio.NullIO)
+			count := filepath.Join(m.out, "count")
+			m.before = readCounter(count)
+			m.refPath = filepath.Join(m.env.dir, "g1.ref.json")
+			args := []string{"--address", d.Address, "--namespace", d.Namespace, "suspend", "--container", m.cid, "--config", m.env.cfg, "--key", m.env.key, "--memory", "--out", m.refPath}
+			killCLIAt(t, step, args...)
+			// Killed after the pause: the task is frozen or stopped.
+			n := readCounter(count)
+			time.Sleep(300 * time.Millisecond)
+			if n2 := readCounter(count); n2 != n {
+				t.Fatalf("killed at %s: the counter went on from %d to %d", step, n, n2)
+			}
+			if out, code := runCLI(t, d, args[4:]...); code != 0 {
+				t.Fatalf("rerun after the kill at %s: exit %d %s", step, code, out)
+			}
+			file, err := os.ReadFile(m.refPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ref, err = snapshot.OpenRef(file, m.env.trust); err != nil || m.ref.Memory == nil {
+				t.Fatalf("ref after the rerun: %+v (err %v)", m.ref, err)
+			}
+			m.last = readCounter(count)
+			if err := os.Remove(count); err != nil {
+				t.Fatal(err)
+			}
+			code, v := resumeVerdict(t, d, m)
+			if code != 0 || !v.Accepted || v.Pid == 0 {
+				t.Fatalf("resume after the kill at %s and the rerun: exit %d %+v", step, code, v)
+			}
+			if first := waitCounter(t, count, "after the resume", func(int) bool { return true }); first <= m.before || first > m.last+1 {
+				t.Fatalf("killed at %s: the restored task wrote %d first, want a value in (%d, %d]", step, first, m.before, m.last+1)
+			}
+		})
+	}
+}
