@@ -162,6 +162,9 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	if !v.Accepted {
 		return v
 	}
+	if s.cc.pendingRestore {
+		return s.retryRestore(ctx, v)
+	}
 	faultpoint.Reach("resume-claimed")
 	cc := s.cc
 	spec := host.ContainerSpec{

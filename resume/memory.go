@@ -172,3 +172,40 @@ func (s *state) restore(ctx context.Context, v *Verdict, id, detail string) *Ver
 	v.Materialize = &CheckResult{Name: CheckMaterialize, Result: ResultFail, Detail: err.Error()}
 	return v
 }
+
+// pendingRestore is the claim check's rerun rule of a memory resume
+// (docs/design.md "Materialize with memory"): a resume killed between
+// Live and the restore leaves a live incarnation with no task; the same
+// resume run again (same ref, same container) finds the record live at
+// this generation and ref with that container as holder, the container
+// labelled with the record's fence and this ref and without a task, and
+// passes the check without a new claim. ok is false when the rule does not
+// apply (the claim check goes on as usual).
+func (s *state) pendingRestore(ctx context.Context) (detail string, ok bool, err error) {
+	cc := s.cc
+	rec := cc.rec
+	if !s.restoresMemory() || rec == nil || rec.State != ledger.StateLive || rec.Holder == nil ||
+		rec.Holder.Container != cc.target || rec.Generation != cc.gen || rec.Ref != cc.ref {
+		return "", false, nil
+	}
+	cf, err := s.facts.ContainerState(ctx, cc.target.ID)
+	if err != nil {
+		return "", false, internal(CheckClaim, fmt.Errorf("container %s: %w", cc.target.ID, err))
+	}
+	if cf == nil || cf.Running || cf.Labels[snapshot.LabelFence] != strconv.FormatUint(rec.Fence, 10) || cf.Labels[snapshot.LabelRef] != cc.ref.String() {
+		return "", false, nil
+	}
+	cc.fence, cc.pendingRestore = rec.Fence, true
+	return fmt.Sprintf("run %q generation %d (ref %s) is live with %s (fence %d), which has no task: a memory resume stopped between Live and the restore; the restore is retried into it, no new claim",
+		cc.run, cc.gen, cc.ref, cc.target, rec.Fence), true, nil
+}
+
+// retryRestore finishes a memory resume that pendingRestore found stopped
+// between Live and the restore: the task is restored into the existing
+// incarnation.
+func (s *state) retryRestore(ctx context.Context, v *Verdict) *Verdict {
+	id := s.cc.target.ID
+	v.Container = id
+	v.NotApplied = s.notApplied()
+	return s.restore(ctx, v, id, fmt.Sprintf("container %s exists, live with fence %d and no task (a memory resume stopped before its restore)", id, s.cc.fence))
+}

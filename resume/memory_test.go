@@ -174,3 +174,33 @@ func TestMemoryRestoreFailureUnwinds(t *testing.T) {
 		t.Fatalf("the rerun restored from %q, want %s", m.RestoredFrom(id), img)
 	}
 }
+
+// TestMemoryRestoreRerun: a memory resume stopped between Live and the
+// restore (here: the incarnation went live without a task) is finished by
+// running the same resume again: the task is restored into that container
+// with the record's fence and no new claim; once it runs, another rerun is
+// refused.
+func TestMemoryRestoreRerun(t *testing.T) {
+	fx, m := materializable(t, baseConfig)
+	img := withMemoryImage(fx)
+	req := fx.request(fx.signed())
+	req.NoMemory = true
+	v := resume.Resume(context.Background(), fx.facts, fx.ledger, m, req, resume.ResumeOptions{})
+	wantVerdict(t, v, 0, "", "")
+	id := v.Container
+	before := fx.record()
+	if before == nil || before.State != ledger.StateLive || v.Pid != 0 {
+		t.Fatalf("the stopped resume: record %+v pid %d", before, v.Pid)
+	}
+	v = resumeWith(fx, m, resume.ResumeOptions{})
+	wantVerdict(t, v, 0, "", "")
+	if v.Container != id || v.Pid == 0 || m.RestoredFrom(id) != img || v.Fence != before.Fence {
+		t.Fatalf("rerun: container %q pid %d restored from %q fence %d; want %s restored from %s with fence %d", v.Container, v.Pid, m.RestoredFrom(id), v.Fence, id, img, before.Fence)
+	}
+	if after := fx.record(); after == nil || after.Fence != before.Fence || after.State != ledger.StateLive {
+		t.Fatalf("record after the rerun %+v, want live with the same fence", after)
+	}
+	if v := resumeWith(fx, m, resume.ResumeOptions{}); v.Accepted {
+		t.Fatalf("a rerun once the restored task runs was accepted: %+v", v)
+	}
+}
