@@ -373,3 +373,31 @@ func TestMemorySuspendKillTrials(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryResumeKilledBeforeRestore: resume SIGKILLed after Live and
+// before the restore (fault point resume-live) leaves a live incarnation
+// without a task and nothing counting; the same resume run again restores
+// the task into that container, once.
+func TestMemoryResumeKilledBeforeRestore(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "memlive")
+	m := suspendMemory(t, d, "counter")
+	count := filepath.Join(m.out, "count")
+	args := []string{"--address", d.Address, "--namespace", d.Namespace, "resume", "--ref", m.refPath, "--config", m.env.cfg, "--trust", m.env.pub}
+	killCLIAt(t, "resume-live", args...)
+	time.Sleep(300 * time.Millisecond)
+	if n := readCounter(count); n != -1 {
+		t.Fatalf("killed before the restore, yet the counter wrote %d", n)
+	}
+	code, v := resumeVerdict(t, d, m)
+	if code != 0 || !v.Accepted || v.Pid == 0 || !strings.Contains(checkResult(t, v, resume.CheckClaim).Detail, "the restore is retried") {
+		t.Fatalf("rerun after the kill: exit %d %+v (claim %q)", code, v, checkResult(t, v, resume.CheckClaim).Detail)
+	}
+	if first := waitCounter(t, count, "after the rerun's restore", func(int) bool { return true }); first <= m.before || first > m.last+1 {
+		t.Fatalf("the restored task wrote %d first, want a value in (%d, %d]", first, m.before, m.last+1)
+	}
+	if code, _ := resumeVerdict(t, d, m); code != 8 {
+		t.Fatalf("a third resume once the task runs: exit %d, want 8", code)
+	}
+}
