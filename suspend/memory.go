@@ -40,3 +40,21 @@ func (s *suspension) checkpoint(ctx context.Context) (*snapshot.Memory, error) {
 	faultPoint("checkpoint")
 	return &mem, nil
 }
+
+// releaseMemory is the memory retention rule (docs/design.md "Memory"):
+// once a later generation is recorded, the parent generation's memory
+// blobs leave the run lease (Result.ReleasedMemory), unless
+// Request.KeepMemory; the older generations' were released by the suspends
+// that wrote their children. A blob the lease no longer holds is no error.
+func (s *suspension) releaseMemory(ctx context.Context) error {
+	if s.req.KeepMemory || s.parent == nil || s.parent.Memory == nil {
+		return nil
+	}
+	for _, b := range s.parent.Memory.Blobs {
+		if err := s.c.ReleaseBlob(ctx, s.res.Lease, b.Digest); err != nil {
+			return fmt.Errorf("release generation %d's memory blob %s from lease %s: %w", s.parent.Generation, b.Digest, s.res.Lease, err)
+		}
+		s.res.ReleasedMemory = append(s.res.ReleasedMemory, b.Digest)
+	}
+	return nil
+}

@@ -91,3 +91,32 @@ func TestSuspendMemoryRefused(t *testing.T) {
 		t.Fatalf("task %q after a refused Suspended, want running (thawed)", c.Task)
 	}
 }
+
+// TestSuspendMemoryRetention: once generation 2 is recorded, generation
+// 1's memory blob leaves the run lease, unless KeepMemory.
+func TestSuspendMemoryRetention(t *testing.T) {
+	ctx := context.Background()
+	for _, keepMemory := range []bool{false, true} {
+		f := newFake()
+		e := newEnv(t, `{"image":"busybox:1"}`)
+		l := ledgerfake.New()
+		req := e.req("Box-1", "")
+		req.Memory, req.KeepRunning = true, true
+		g1, err := suspend.Run(ctx, f, l, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.KeepRunning, req.KeepMemory = false, keepMemory
+		g2, err := suspend.Run(ctx, f, l, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b1, b2 := g1.Ref.Memory.Blobs[0].Digest, g2.Ref.Memory.Blobs[0].Digest
+		if g2.Ref.Generation != 2 || b1 == b2 || !f.Holds(g2.Lease, b2) {
+			t.Fatalf("generation %d memory %s (generation 1's %s), held %t", g2.Ref.Generation, b2, b1, f.Holds(g2.Lease, b2))
+		}
+		if held := f.Holds(g2.Lease, b1); held != keepMemory || (len(g2.ReleasedMemory) == 1) == keepMemory {
+			t.Fatalf("KeepMemory %t: generation 1's memory blob held %t, released %v", keepMemory, held, g2.ReleasedMemory)
+		}
+	}
+}
