@@ -59,6 +59,11 @@ type Request struct {
 	// filesystem and restarts its process (check 12 says so; its memory
 	// blobs are not required).
 	NoMemory bool
+	// DuplicateProcess is --duplicate-process: with Copy or TakeOver, a
+	// generation with memory is restored although the process may then
+	// run twice (two copies of one memory image); without it, or
+	// NoMemory, that is a usage error (64) at check 12.
+	DuplicateProcess bool
 }
 
 // InputError is an input file of the decision that cannot be read (it

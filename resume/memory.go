@@ -44,7 +44,9 @@ func (s *state) restoresMemory() bool { return s.ref.Memory != nil && !s.req.NoM
 // the format is one this build restores, the checkpoint tool here is the
 // recorded one with the same major version and a version ≥ the recorded
 // one, and the recorded CPU flags are a subset of this host's; else
-// memory-incompatible (10), naming the field and both values.
+// memory-incompatible (10), naming the field and both values. With
+// --copy or --take-over it needs Request.DuplicateProcess (else usage,
+// 64: docs/design.md "No duplicate processes by default").
 func (s *state) memoryCheck(_ context.Context) (string, error) {
 	m := s.ref.Memory
 	switch {
@@ -52,6 +54,13 @@ func (s *state) memoryCheck(_ context.Context) (string, error) {
 		return "no memory", nil
 	case s.req.NoMemory:
 		return fmt.Sprintf("not restored (--no-memory): the %s image is left; the process restarts from the recorded args", m.Format), nil
+	}
+	if (s.req.Copy || s.req.TakeOver) && !s.req.DuplicateProcess {
+		flag := "--copy"
+		if s.req.TakeOver {
+			flag = "--take-over"
+		}
+		return "", refusef(CheckMemory, ClassUsage, "/ref/memory: %s of a generation with memory would restore a second copy of its process (same tokens, same random state, same sessions): add --no-memory to restart it from the filesystem, or --duplicate-process to restore it anyway", flag)
 	}
 	f, err := s.look.memory.get()
 	switch {

@@ -29,6 +29,40 @@ func withMemoryImage(fx *fixture) digest.Digest {
 	return d
 }
 
+// memRequest is fx.request with DuplicateProcess: the fixture's refs are
+// copies (fixture.request sets Copy), and a copy of a memory generation is
+// restored only with --duplicate-process (TestMemoryCopyNeedsDuplicate).
+func memRequest(fx *fixture) resume.Request {
+	req := fx.request(fx.signed())
+	req.DuplicateProcess = true
+	return req
+}
+
+func memResume(fx *fixture, m resume.Materializer, opt resume.ResumeOptions) *resume.Verdict {
+	return resume.Resume(context.Background(), fx.facts, fx.ledger, m, memRequest(fx), opt)
+}
+
+// TestMemoryCopyNeedsDuplicate: --copy or --take-over of a memory
+// generation is 64 at check 12 without --no-memory or --duplicate-process
+// (docs/design.md "No duplicate processes by default").
+func TestMemoryCopyNeedsDuplicate(t *testing.T) {
+	for _, takeOver := range []bool{false, true} {
+		fx := newFixture(t, baseConfig)
+		withMemoryImage(fx)
+		req := fx.request(fx.signed())
+		req.Copy, req.TakeOver = !takeOver, takeOver
+		v := resume.Decide(context.Background(), fx.facts, fx.ledger, req)
+		wantVerdict(t, v, 64, resume.ClassUsage, resume.CheckMemory)
+		if d := memoryDetail(t, v); !strings.Contains(d, "--duplicate-process") || !strings.Contains(d, "--no-memory") {
+			t.Errorf("check 12 detail %q", d)
+		}
+		req.NoMemory = true
+		if v := resume.Decide(context.Background(), fx.facts, fx.ledger, req); v.Class == resume.ClassUsage {
+			t.Errorf("--no-memory with copy %t take-over %t: %s", req.Copy, takeOver, dump(v))
+		}
+	}
+}
+
 func memoryDetail(t *testing.T, v *resume.Verdict) string {
 	t.Helper()
 	for _, c := range v.Checks {
@@ -88,7 +122,7 @@ func TestMemoryCheck(t *testing.T) {
 			fx := newFixture(t, baseConfig)
 			withMemoryImage(fx)
 			c.edit(fx)
-			v := fx.decide()
+			v := resume.Decide(context.Background(), fx.facts, fx.ledger, memRequest(fx))
 			wantVerdict(t, v, c.code, c.class, c.failAt)
 			d := memoryDetail(t, v)
 			for _, w := range c.detail {
@@ -103,7 +137,7 @@ func TestMemoryCheck(t *testing.T) {
 		withMemoryImage(fx)
 		fx.ref.Memory.Blobs[0].Digest = digest.FromString("absent") // not needed
 		fx.ref.Memory.Host.CPU.Flags = []string{"amx_tile"}         // not judged
-		req := fx.request(fx.signed())
+		req := memRequest(fx)
 		req.NoMemory = true
 		v := resume.Decide(context.Background(), fx.facts, fx.ledger, req)
 		wantVerdict(t, v, 0, "", "")
@@ -119,7 +153,7 @@ func TestMemoryCheck(t *testing.T) {
 func TestMemoryResumeRestores(t *testing.T) {
 	fx, m := materializable(t, baseConfig)
 	img := withMemoryImage(fx)
-	v := resumeWith(fx, m, resume.ResumeOptions{})
+	v := memResume(fx, m, resume.ResumeOptions{})
 	wantVerdict(t, v, 0, "", "")
 	id := resume.DefaultContainerID(testRun, 1)
 	if v.Container != id || v.Pid == 0 || m.RestoredFrom(id) != img || !strings.Contains(v.Materialize.Detail, "task restored") {
@@ -128,13 +162,13 @@ func TestMemoryResumeRestores(t *testing.T) {
 	if r := fx.record(); r == nil || r.State != ledger.StateLive {
 		t.Fatalf("record %+v, want live", r)
 	}
-	if v := resumeWith(fx, m, resume.ResumeOptions{Container: "other"}); v.Accepted || m.RestoredFrom("other") != "" {
+	if v := memResume(fx, m, resume.ResumeOptions{Container: "other"}); v.Accepted || m.RestoredFrom("other") != "" {
 		t.Fatalf("a second resume of the memory generation: %+v", v)
 	}
 
 	fx2, m2 := materializable(t, baseConfig)
 	withMemoryImage(fx2)
-	req := fx2.request(fx2.signed())
+	req := memRequest(fx2)
 	req.NoMemory = true
 	v = resume.Resume(context.Background(), fx2.facts, fx2.ledger, m2, req, resume.ResumeOptions{Start: true})
 	wantVerdict(t, v, 0, "", "")
@@ -155,7 +189,7 @@ func TestMemoryRestoreFailureUnwinds(t *testing.T) {
 		}
 		return nil
 	}
-	v := resumeWith(fx, m, resume.ResumeOptions{})
+	v := memResume(fx, m, resume.ResumeOptions{})
 	id := resume.DefaultContainerID(testRun, 1)
 	if v.Accepted || v.ExitCode != 1 || v.Container != "" || v.Materialize == nil ||
 		!strings.Contains(v.Materialize.Detail, "criu restore failed") || !strings.Contains(v.Materialize.Detail, "unwound") {
@@ -168,7 +202,7 @@ func TestMemoryRestoreFailureUnwinds(t *testing.T) {
 		t.Fatalf("record %+v, want suspended at generation 1", r)
 	}
 	m.Hook = nil
-	v = resumeWith(fx, m, resume.ResumeOptions{})
+	v = memResume(fx, m, resume.ResumeOptions{})
 	wantVerdict(t, v, 0, "", "")
 	if m.RestoredFrom(id) != img {
 		t.Fatalf("the rerun restored from %q, want %s", m.RestoredFrom(id), img)
@@ -183,7 +217,7 @@ func TestMemoryRestoreFailureUnwinds(t *testing.T) {
 func TestMemoryRestoreRerun(t *testing.T) {
 	fx, m := materializable(t, baseConfig)
 	img := withMemoryImage(fx)
-	req := fx.request(fx.signed())
+	req := memRequest(fx)
 	req.NoMemory = true
 	v := resume.Resume(context.Background(), fx.facts, fx.ledger, m, req, resume.ResumeOptions{})
 	wantVerdict(t, v, 0, "", "")
@@ -192,7 +226,7 @@ func TestMemoryRestoreRerun(t *testing.T) {
 	if before == nil || before.State != ledger.StateLive || v.Pid != 0 {
 		t.Fatalf("the stopped resume: record %+v pid %d", before, v.Pid)
 	}
-	v = resumeWith(fx, m, resume.ResumeOptions{})
+	v = memResume(fx, m, resume.ResumeOptions{})
 	wantVerdict(t, v, 0, "", "")
 	if v.Container != id || v.Pid == 0 || m.RestoredFrom(id) != img || v.Fence != before.Fence {
 		t.Fatalf("rerun: container %q pid %d restored from %q fence %d; want %s restored from %s with fence %d", v.Container, v.Pid, m.RestoredFrom(id), v.Fence, id, img, before.Fence)
@@ -200,7 +234,7 @@ func TestMemoryRestoreRerun(t *testing.T) {
 	if after := fx.record(); after == nil || after.Fence != before.Fence || after.State != ledger.StateLive {
 		t.Fatalf("record after the rerun %+v, want live with the same fence", after)
 	}
-	if v := resumeWith(fx, m, resume.ResumeOptions{}); v.Accepted {
+	if v := memResume(fx, m, resume.ResumeOptions{}); v.Accepted {
 		t.Fatalf("a rerun once the restored task runs was accepted: %+v", v)
 	}
 }

@@ -58,6 +58,7 @@ const (
 	ClassClaimConflict      = exitcode.ClassClaimConflict      // claim: held, in flight, the container id exists; a lost claim: exit 8
 	ClassSuperseded         = exitcode.ClassSuperseded         // claim: a newer generation, or the run discarded: exit 9
 	ClassMemoryIncompatible = exitcode.ClassMemoryIncompatible // memory: the memory image cannot be restored here: exit 10
+	ClassUsage              = exitcode.ClassUsage              // memory: --copy or --take-over of a memory generation without --no-memory or --duplicate-process: exit 64
 	// ClassInternal is a failure to establish a fact (a daemon error other
 	// than "not found"), not a refusal: exit 1.
 	ClassInternal = exitcode.ClassInternal

@@ -103,7 +103,9 @@ const (
 	// ClassMemoryIncompatible: the recorded memory image cannot be
 	// restored here; verdict check 12 (10).
 	ClassMemoryIncompatible Class = "memory-incompatible"
-	// ClassUsage: a command-line mistake, an invalid run id (64).
+	// ClassUsage: a command-line mistake, an invalid run id; verdict check
+	// 12: --copy or --take-over of a memory generation without --no-memory
+	// or --duplicate-process (64).
 	ClassUsage Class = "usage"
 )
 
@@ -113,7 +115,7 @@ var VerdictClasses = []Class{
 	ClassBadInput, ClassUntrusted, ClassTampered, ClassManifestMismatch,
 	ClassUnpinnedCrossHost, ClassImageUnresolved, ClassImageDrifted,
 	ClassImageMetadata, ClassSnapshotMissing, ClassMemoryIncompatible, ClassSpecDrift,
-	ClassForked, ClassClaimConflict, ClassSuperseded, ClassInternal,
+	ClassForked, ClassClaimConflict, ClassSuperseded, ClassUsage, ClassInternal,
 }
 
 // Code returns the exit code of class c; a class not in this table
