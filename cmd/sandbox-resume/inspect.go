@@ -352,7 +352,8 @@ func orNone(s string) string {
 // readInspectSpec reads the ref's recorded spec blob for inspect — from the
 // archive when --archive is given, else through the daemon when --address
 // or --namespace is — and describes it into out (runspec.Describe). Without
-// either it reads nothing (inspect needs no daemon).
+// either it reads nothing (inspect needs no daemon), nor for a /1 ref,
+// which records no spec.
 func readInspectSpec(s *session, out *inspectOutput, ref *snapshot.Ref, archive string, showEnv bool) error {
 	fl := s.cmd.Flags()
 	viaDaemon := fl.Changed("address") || fl.Changed("namespace")
@@ -360,7 +361,9 @@ func readInspectSpec(s *session, out *inspectOutput, ref *snapshot.Ref, archive 
 		return nil
 	}
 	if ref.Spec == nil {
-		return &exitError{class: exitcode.ClassBadInput, err: fmt.Errorf("inspect: a %s ref records no runtime spec to read", ref.Schema)}
+		// A /1 ref records no spec (it resumes from the image's config):
+		// there is nothing to read, and the rest of inspect still stands.
+		return nil
 	}
 	var spec []byte
 	var err error

@@ -226,8 +226,9 @@ func TestMaterializeSeesPreSuspendFiles(t *testing.T) {
 		t.Errorf("the refused second resume created a container")
 	}
 
-	// discard (the run is live: --force), then resume: 7 (the diff is
-	// gone; the base image is stored).
+	// discard (the run is live: --force), then resume: 9 — the diff is
+	// gone (the snapshot check fails on its own), but the ledger says
+	// discarded and that takes precedence (docs/design.md "Hardening").
 	if _, code := runCLI(t, d, "discard", "--run", s.run); code != 8 {
 		t.Fatalf("discard of a live run without --force: exit %d, want 8", code)
 	}
@@ -235,8 +236,11 @@ func TestMaterializeSeesPreSuspendFiles(t *testing.T) {
 		t.Fatalf("discard exit %d", code)
 	}
 	code, v = resumeCLI(t, s, "--container", "third-"+s.run)
-	if code != 7 || v.Class != resume.ClassSnapshotMissing {
-		t.Errorf("resume after discard: exit %d %s; want 7", code, failDetail(v))
+	if code != 9 || v.Class != resume.ClassSuperseded {
+		t.Errorf("resume after discard: exit %d %s; want 9", code, failDetail(v))
+	}
+	if c := v.Check(resume.CheckSnapshot); c == nil || c.Result != resume.ResultFail {
+		t.Errorf("snapshot check after discard %+v, want its own failure kept", c)
 	}
 	if c := v.Check(resume.CheckImage); c == nil || c.Result != resume.ResultPass {
 		t.Errorf("image check after discard %+v, want pass (the base image is stored)", c)

@@ -349,7 +349,10 @@ func TestResumeCheckSameHost(t *testing.T) {
 		}
 		code, v = check(t, d, "", s, suspendedConfig)
 		wantRefused(t, code, v, 9, resume.ClassSuperseded, resume.CheckClaim)
-		if _, err := l.Purge(d.Context(t), s.ref.Run); err != nil {
+		// The subtests below judge content, not the ledger: they start from
+		// no record again (a discarded or purged record would make every
+		// claim 9, and verdict precedence would report that instead).
+		if err := os.Remove(ledgerPath(d.Address, d.Namespace)); err != nil {
 			t.Fatal(err)
 		}
 	})
