@@ -2,11 +2,14 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,8 +18,12 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/host/hosttest"
+	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
+	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/harness"
@@ -400,4 +407,66 @@ func TestMemoryResumeKilledBeforeRestore(t *testing.T) {
 	if code, _ := resumeVerdict(t, d, m); code != 8 {
 		t.Fatalf("a third resume once the task runs: exit %d, want 8", code)
 	}
+}
+
+// TestMemoryRefusedSuspendedThaws: suspend --memory whose Suspended the
+// ledger refuses (another suspend recorded the run while this one held at
+// its checkpoint) exits 8, writes no ref, and thaws the task: the counter
+// goes on from the value it held, intact.
+func TestMemoryRefusedSuspendedThaws(t *testing.T) {
+	harness.Require(t)
+	requireCRIU(t)
+	d := harness.Start(t, "memrefused")
+	im := harness.ImportBusybox(t, d, "busybox:1")
+	env := newSuspendEnv(t, "busybox:1")
+	out := t.TempDir()
+	count := filepath.Join(out, "count")
+	cid := memoryContainer(t, d, im.Name, "refused", out, cio.NullIO)
+	const run = "memrefused-1"
+	refPath := filepath.Join(env.dir, "ref.json")
+	args := []string{"--address", d.Address, "--namespace", d.Namespace, "suspend", "--container", cid, "--config", env.cfg, "--key", env.key, "--memory", "--run", run, "--out", refPath}
+	p := startCLI(t, []string{faultpoint.Env + "=checkpoint"}, args...)
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("suspend --memory ended before its checkpoint: %s", p.stderr.String())
+			}
+			if strings.Contains(l, "fault point checkpoint reached") {
+				break wait
+			}
+		case <-deadline:
+			t.Fatalf("suspend --memory never reached its checkpoint: %s", p.stderr.String())
+		}
+	}
+	held := readCounter(count)
+	time.Sleep(300 * time.Millisecond)
+	if n := readCounter(count); n != held {
+		t.Fatalf("the task ran at the checkpoint: %d then %d", held, n)
+	}
+	l := daemonLedger(t, d, "")
+	if _, err := l.Suspended(d.Context(t), ledger.SuspendRequest{Run: run, Generation: 1, Ref: digest.FromString("another suspend"),
+		Container: ledger.Container{Host: "another-host", Namespace: "other", ID: "other"}, Created: time.Now(),
+		RunUID: "ruid:00112233445566778899aabbccddeeff"}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 8 {
+		t.Fatalf("suspend --memory refused by the ledger: %v, want exit 8; stderr:\n%s", err, p.stderr.String())
+	}
+	if _, err := os.Stat(refPath); err == nil {
+		t.Fatal("a refused suspend wrote a ref file")
+	}
+	next := waitCounter(t, count, "the thawed task", func(n int) bool { return n > held })
+	if next > held+2 {
+		t.Fatalf("after the thaw the counter wrote %d, want %d (it held %d): not the same process", next, held+1, held)
+	}
+	waitCounter(t, count, "the thawed task counting on", func(n int) bool { return n > next+2 })
 }
