@@ -162,6 +162,12 @@ type Leases interface {
 	// lease does not hold is no error; an absent lease wraps
 	// errdefs.ErrNotFound.
 	ReleaseBlob(ctx context.Context, lease string, d digest.Digest) error
+	// ReleaseChain removes the chain snapshot identity.ChainID(chain)
+	// from the lease's resources (docs/design.md "Resume on the same host
+	// without extracting"): garbage collection then removes it unless a
+	// child snapshot or another lease needs it. A snapshot the lease does
+	// not hold is no error; an absent lease wraps errdefs.ErrNotFound.
+	ReleaseChain(ctx context.Context, lease string, chain []digest.Digest) error
 	// HoldBase adds the base image's content to the lease: the index (when
 	// IndexDigest is set), the platform manifest, its config and every
 	// layer, so the base survives the image's deletion and GC.
@@ -237,6 +243,25 @@ type Containers interface {
 	// and its snapshot (key id). A container that does not exist is no
 	// error.
 	DeleteContainer(ctx context.Context, id string) error
+	// CommitChain commits the active snapshot of the stopped container c
+	// (c.SnapshotKey on c.Snapshotter) as the chain snapshot
+	// identity.ChainID(chain) of the host's default snapshotter, with the
+	// labels and held by the lease, then prepares a new active snapshot
+	// under c.SnapshotKey on top of it with the labels the old one had, so
+	// c keeps an identical rootfs (docs/design.md "Resume on the same host
+	// without extracting"). c's snapshot parent must be
+	// identity.ChainID(chain[:len(chain)-1]), else
+	// errdefs.ErrFailedPrecondition and nothing is done. When a chain
+	// snapshot of that id exists (an earlier attempt's, an extract's,
+	// another run's with the same layers) it commits nothing, reports
+	// false and only makes the lease hold it; when the key is missing
+	// beside it (a commit whose prepare did not happen) it prepares the
+	// key again.
+	CommitChain(ctx context.Context, lease string, c snapshot.Container, chain []digest.Digest, labels map[string]string) (bool, error)
+	// ChainSnapshot returns the labels of the committed chain snapshot
+	// identity.ChainID(chain) on the host's default snapshotter; an absent
+	// one wraps errdefs.ErrNotFound naming the chain id.
+	ChainSnapshot(ctx context.Context, chain []digest.Digest) (map[string]string, error)
 }
 
 // Tasks controls a container's task.

@@ -185,7 +185,10 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 		return v
 	}
 
-	detail, class, err := materialize(ctx, m, spec)
+	// On the suspend's own host its chain snapshot is used as it is: no
+	// layer is hashed or extracted (chain.go).
+	reuse := sameHostChain(ctx, m, s.ref, s.hostID)
+	detail, class, err := materialize(ctx, m, spec, reuse)
 	if err != nil {
 		if ce := checkError(s.releaseAfter(ctx, err)); ce != nil {
 			err = ce.Err
@@ -271,9 +274,13 @@ func (s *state) live(ctx context.Context) error {
 // materialize checks the layer blobs and creates the container (whose
 // apply checks the diffIDs, m.CheckDiff's doc). class is the verdict class
 // of err.
-func materialize(ctx context.Context, m Materializer, spec host.ContainerSpec) (detail string, class Class, err error) {
+func materialize(ctx context.Context, m Materializer, spec host.ContainerSpec, reuse string) (detail string, class Class, err error) {
 	var size, uncompressed int64
 	for i, l := range spec.Layers {
+		if reuse != "" {
+			size, uncompressed = size+l.Size, uncompressed+l.UncompressedSize
+			continue
+		}
 		err = m.CheckDiff(ctx, l)
 		switch {
 		case errors.Is(err, snapshot.ErrDiffCorrupt), errdefs.IsNotFound(err):
@@ -302,6 +309,10 @@ func materialize(ctx context.Context, m Materializer, spec host.ContainerSpec) (
 	rt := spec.Runtime.Name
 	if o := spec.Runtime.Options; o != nil {
 		rt += " with options " + o.TypeURL
+	}
+	if reuse != "" {
+		return fmt.Sprintf("%s present (%d bytes, %d bytes uncompressed); %s; container %s created from %s under %s",
+			layersWord(spec.Layers), size, uncompressed, reuse, spec.ID, from, rt), "", nil
 	}
 	return fmt.Sprintf("%s verified (%d bytes, %d bytes uncompressed); base %s + %s applied; container %s created from %s under %s",
 		layersWord(spec.Layers), size, uncompressed, spec.Base.ManifestDigest, layersWord(spec.Layers), spec.ID, from, rt), "", nil

@@ -22,10 +22,15 @@ import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 //	recorded  the ledger recorded the generation, no ref file yet
 //	written   the ref file is written, the task still paused
 //	stop      the task is stopped (or resumed), the container still labelled suspending
+//	chain-committed  (runtime/containerd) the stopped container's snapshot is
+//	          committed as the chain snapshot, its key not prepared again yet
+//	chained   the stopped container's snapshot is committed as the chain
+//	          snapshot of the generation (when it is), the container still
+//	          labelled suspending
 //	released  the layers of generations older than the latest K are released
 //	          from the run lease; the container is still labelled suspending
 //	          (an incarnation whose task was stopped is not deleted yet)
 //
 // A rerun of an interrupted suspend that the ledger had recorded passes
-// only written, stop and released.
+// only written, stop, chained and released.
 func faultPoint(step string) { faultpoint.Reach(step) }

@@ -242,6 +242,17 @@ func (s *suspension) release(ctx context.Context) ([]digest.Digest, error) {
 	keep := map[digest.Digest]bool{}
 	var released []digest.Digest
 	for n := 1; ; n++ {
+		if n > s.keep {
+			// The generation's chain snapshot goes with its layers
+			// (chain.go); a child snapshot keeps it while it needs it.
+			err := s.c.ReleaseChain(ctx, s.res.Lease, chainOf(ref))
+			switch {
+			case errdefs.IsNotFound(err):
+				return released, nil
+			case err != nil:
+				return released, fmt.Errorf("chain snapshot of generation %d: %w", ref.Generation, err)
+			}
+		}
 		for _, l := range ref.Layers {
 			switch {
 			case n <= s.keep:

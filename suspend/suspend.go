@@ -186,6 +186,11 @@ type Result struct {
 	// generation with layers (Request.Flatten, or more than
 	// snapshot.MaxLayers layers).
 	Flattened bool
+	// Chained is true when this call committed the container's snapshot as
+	// the chain snapshot of the generation it wrote (docs/design.md
+	// "Resume on the same host without extracting"); false when it was
+	// kept running, flattened, or the chain snapshot existed already.
+	Chained bool
 	// Released are the layer blobs of generations older than the latest
 	// Request.KeepGenerations that this call released from the run lease
 	// (those an earlier suspend released already included), oldest
@@ -901,6 +906,14 @@ func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, er
 		s.res.Paused = s.now().Sub(s.paused)
 	}
 	faultPoint("stop")
+	// The stopped container's snapshot becomes its generation's chain
+	// snapshot, so a resume on this host extracts nothing (chain.go).
+	chained, err := s.commitChain(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("suspend: run %q generation %d is recorded and %s written; %w", s.run, s.gen, s.out, err)
+	}
+	s.res.Chained = chained
+	faultPoint("chained")
 	released, err := s.release(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("suspend: run %q generation %d is recorded and %s written; release the layers of generations older than the latest %d from lease %s: %w",

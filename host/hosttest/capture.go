@@ -66,6 +66,75 @@ func RunCapture(t *testing.T, newFixture func(t *testing.T) CaptureFixture) {
 	t.Run("FlatDiff", func(t *testing.T) { testFlatDiff(t, newFixture(t)) })
 	t.Run("ReleaseBlob", func(t *testing.T) { testReleaseBlob(t, newFixture(t)) })
 	t.Run("DeleteContainer", func(t *testing.T) { testDeleteContainer(t, newFixture(t)) })
+	t.Run("CommitChain", func(t *testing.T) { testCommitChain(t, newFixture(t)) })
+}
+
+// testCommitChain: the stopped container's snapshot committed as the
+// chain snapshot of base + its diff (Containers.CommitChain), found with
+// its labels (ChainSnapshot), the container's snapshot active on it, a
+// second commit doing nothing, a wrong chain refused, and the lease
+// releasing it (Leases.ReleaseChain).
+func testCommitChain(t *testing.T, f CaptureFixture) {
+	ctx := context.Background()
+	if err := f.Host.CreateLease(ctx, f.LeaseID, nil); err != nil {
+		t.Fatal(err)
+	}
+	base, err := f.Host.ResolveImage(ctx, f.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Host.StopTask(ctx, f.Container); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Host.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := append(slices.Clone(base.DiffIDs), d.DiffID)
+	if _, err := f.Host.ChainSnapshot(ctx, chain); !errdefs.IsNotFound(err) {
+		t.Fatalf("ChainSnapshot before the commit: %v, want not found", err)
+	}
+	if _, err := f.Host.CommitChain(ctx, f.LeaseID, c, append(slices.Clone(chain), d.DiffID), nil); !errdefs.IsFailedPrecondition(err) {
+		t.Fatalf("CommitChain on a chain that is not the snapshot's parent + 1: %v, want failed precondition", err)
+	}
+	labels := map[string]string{snapshot.LabelRun: "hosttest", host.LabelChainDiffIDs: d.DiffID.String()}
+	if ok, err := f.Host.CommitChain(ctx, f.LeaseID, c, chain, labels); err != nil || !ok {
+		t.Fatalf("CommitChain: %t, %v", ok, err)
+	}
+	got, err := f.Host.ChainSnapshot(ctx, chain)
+	if err != nil || !maps.Equal(got, labels) {
+		t.Fatalf("ChainSnapshot: %v, %v; want %v", got, err, labels)
+	}
+	after, err := f.Host.Container(ctx, f.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ParentChainID != identity.ChainID(chain).String() {
+		t.Fatalf("after the commit the container's snapshot is on %q, want %s", after.ParentChainID, identity.ChainID(chain))
+	}
+	if kind, err := f.Probe.SnapshotKind(ctx, after); err != nil || kind != "active" {
+		t.Fatalf("after the commit the container's snapshot is %q (err %v), want active", kind, err)
+	}
+	if ok, err := f.Host.CommitChain(ctx, f.LeaseID, after, chain, labels); err != nil || ok {
+		t.Fatalf("second CommitChain: %t, %v; want nothing done", ok, err)
+	}
+	if err := f.Host.ReleaseChain(ctx, f.LeaseID, chain); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Host.ReleaseChain(ctx, f.LeaseID, chain); err != nil {
+		t.Fatalf("releasing a chain snapshot the lease does not hold: %v", err)
+	}
+	if err := f.Host.ReleaseChain(ctx, f.LeaseID+"-absent", chain); !errdefs.IsNotFound(err) {
+		t.Fatalf("ReleaseChain of an absent lease: %v, want not found", err)
+	}
+	// A child (the container's snapshot) keeps it.
+	if _, err := f.Host.ChainSnapshot(ctx, chain); err != nil {
+		t.Fatalf("ChainSnapshot once released, with the container's snapshot on it: %v", err)
+	}
 }
 
 func testContainer(t *testing.T, f CaptureFixture) {

@@ -69,7 +69,8 @@ type container struct {
 	chain   []digest.Digest // the parent chain's diffIDs, when known
 	env     []string
 	pid     uint32
-	created bool // by CreateContainer
+	created bool   // by CreateContainer
+	parent  string // CommitChain: the chain snapshot its snapshot is now on
 }
 
 // running reports whether the container has a task that is not stopped.
@@ -215,6 +216,9 @@ func (h *Machine) Container(ctx context.Context, id string) (snapshot.Container,
 	parent := ""
 	if len(chain) > 0 {
 		parent = identity.ChainID(chain).String()
+	}
+	if c.parent != "" {
+		parent = c.parent
 	}
 	rt := c.Runtime
 	if rt.Options != nil {

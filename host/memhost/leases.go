@@ -17,6 +17,7 @@ import (
 type lease struct {
 	l         snapshot.Lease
 	resources map[digest.Digest]bool
+	chains    map[digest.Digest]bool // chain snapshots held (CommitChain)
 }
 
 func (h *Machine) lease(id string) (*lease, error) {
@@ -102,6 +103,7 @@ func (h *Machine) gc() {
 			delete(h.blobs, d)
 		}
 	}
+	h.gcChains()
 }
 
 // TempLease implements host.Leases: leases "temp-1", "temp-2", …; release

@@ -79,6 +79,9 @@ const (
 	OpStopTask        = "StopTask"
 	OpStartTask       = "StartTask"
 	OpCreateDiff      = "CreateDiff"
+	OpCommitChain     = "CommitChain"
+	OpChainSnapshot   = "ChainSnapshot"
+	OpReleaseChain    = "ReleaseChain"
 	OpCreateFlatDiff  = "CreateFlatDiff"
 	OpWriteArchive    = "WriteArchive"
 	OpImportArchive   = "ImportArchive"
@@ -108,6 +111,7 @@ type Machine struct {
 	leases     map[string]*lease
 	refs       map[string]map[digest.Digest]bool // StoreRef: run → ref digests
 	containers map[string]*container
+	chains     map[digest.Digest]chainSnap // CommitChain: by chain id
 	alive      func(pid int, start, boot string) bool
 	hostNS     func(nsType, path string) bool
 	nextPID    uint32
@@ -142,6 +146,7 @@ func New(h snapshot.Host) *Machine {
 		leases:     map[string]*lease{},
 		refs:       map[string]map[digest.Digest]bool{},
 		containers: map[string]*container{},
+		chains:     map[digest.Digest]chainSnap{},
 		nextPID:    4000,
 	}
 }

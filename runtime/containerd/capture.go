@@ -64,6 +64,12 @@ func (r *Runtime) Container(ctx context.Context, id string) (snapshot.Container,
 		return snapshot.Container{}, fmt.Errorf("container %q has no snapshot: %w", id, errdefs.ErrFailedPrecondition)
 	}
 	st, err := r.client.SnapshotService(info.Snapshotter).Stat(ctx, info.SnapshotKey)
+	if errdefs.IsNotFound(native(err)) && info.Labels[snapshot.LabelSuspending] != "" {
+		// A suspend killed between committing the snapshot as its chain
+		// snapshot and preparing it again (chainsnapshot.go): its rerun
+		// finds the key prepared again.
+		st, err = r.reprepare(ctx, info.Snapshotter, info.SnapshotKey)
+	}
 	if err != nil {
 		return snapshot.Container{}, fmt.Errorf("container %q: snapshot %s/%s: %w", id, info.Snapshotter, info.SnapshotKey, native(err))
 	}

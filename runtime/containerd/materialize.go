@@ -311,6 +311,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec host.ContainerSpec) 
 		}
 		return fmt.Errorf("apply base %s + layers %s: %w", spec.Base.ManifestDigest, applied, err)
 	}
+	// The run lease holds the chain snapshot from now on (extracted or
+	// found), so a later generation's resume finds it (chainsnapshot.go).
+	if err := r.holdChain(ctx, spec.Run, snName, chain); err != nil {
+		return err
+	}
 	faultpoint.Reach("resume-applied") // test-only (resume.Resume lists the steps)
 
 	labels := spec.Labels()

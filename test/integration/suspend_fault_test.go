@@ -17,6 +17,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -36,7 +37,7 @@ import (
 
 // faultSteps are the fault points Suspend honours, in order
 // (suspend/faultpoint.go).
-var faultSteps = []string{"lease", "labelled", "pause", "diff", "refblob", "recorded", "written", "stop"}
+var faultSteps = []string{"lease", "labelled", "pause", "diff", "refblob", "recorded", "written", "stop", "chained"}
 
 // The intermediate states the trials must each observe at least twice
 // (issue 5, item 5), and the others they count.
@@ -66,12 +67,13 @@ type faultState struct {
 	recorded  digest.Digest // the ref the ledger records for the run ("" no record)
 	records   int           // the ledger's records of the run at generation ≥ 2 (never any)
 	tempFiles []string      // leftover temporary files beside --out
-	leftovers []string      // non-content resources of the lease ("<type> <id>")
+	leftovers []string      // non-content resources of the lease ("<type> <id>") but the chain snapshot
+	chain     string        // a committed (chain) snapshot under the lease ("" none)
 }
 
 func (s faultState) String() string {
-	return fmt.Sprintf("lease=%t held=%t diff=%q refBlob=%q spec=%q refFile=%t task=%q labelled=%t suspending=%q suspended=%q recorded=%q temp=%v leftovers=%v",
-		s.lease, s.held, s.diff, s.refBlob, s.spec, s.refFile != nil, s.task, s.labelled, s.suspend, s.stopped, s.recorded, s.tempFiles, s.leftovers)
+	return fmt.Sprintf("lease=%t held=%t diff=%q refBlob=%q spec=%q refFile=%t task=%q labelled=%t suspending=%q suspended=%q recorded=%q temp=%v leftovers=%v chain=%q",
+		s.lease, s.held, s.diff, s.refBlob, s.spec, s.refFile != nil, s.task, s.labelled, s.suspend, s.stopped, s.recorded, s.tempFiles, s.leftovers, s.chain)
 }
 
 // names are the states s counts as.
@@ -132,6 +134,16 @@ func (r *faultRig) observe(t *testing.T, ctx context.Context, cid, run, out stri
 		cs := r.d.Client.ContentStore()
 		n := 0
 		for _, res := range rs {
+			if res.Type == "snapshots/overlayfs" {
+				// The chain snapshot the suspend commits from the
+				// stopped container, or finds committed (docs/design.md
+				// "Resume on the same host without extracting"; the
+				// trials' workloads may write the same layer).
+				if info, err := r.d.Client.SnapshotService("overlayfs").Stat(ctx, res.ID); err == nil && info.Kind == snapshots.KindCommitted {
+					s.chain = res.ID
+					continue
+				}
+			}
 			if res.Type != "content" {
 				// A diff interrupted by the kill leaves its ingest and
 				// its parent view snapshot under the lease.
@@ -233,7 +245,12 @@ func wantAtStep(t *testing.T, step string, s faultState) {
 	case "written":
 		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskPaused && s.suspend == "1"
 	case "stop":
-		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == "1" && s.stopped == ""
+		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == "1" && s.stopped == "" && s.chain == ""
+	case "chain-committed", "chained":
+		// The stopped container's snapshot is committed as the chain
+		// snapshot too (docs/design.md "Resume on the same host without
+		// extracting"); the labels are not set yet.
+		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == "1" && s.stopped == "" && s.chain != ""
 	default:
 		t.Fatalf("unknown step %q", step)
 	}
@@ -439,7 +456,13 @@ func TestSuspendFaultTrials(t *testing.T) {
 // laterFaultSteps are the fault points of the suspend of an incarnation
 // (a later generation): those of generation 1 and the release of older
 // layers, after which the incarnation is deleted.
-var laterFaultSteps = append(slices.Clone(faultSteps), "released")
+//
+// chain-committed (between the commit of the incarnation's snapshot as the
+// chain snapshot and the prepare of its key) is reached only where the
+// chain snapshot did not exist yet: every generation here, while the
+// generation-1 trials all write the same layer, so only their first
+// commits it.
+var laterFaultSteps = append(slices.Insert(slices.Clone(faultSteps), len(faultSteps)-1, "chain-committed"), "released")
 
 // laterState is what a killed suspend of an incarnation writing
 // generation gen left.
@@ -554,7 +577,7 @@ func wantAtLaterStep(t *testing.T, step string, s laterState) {
 		ok = ok && after && s.refFile == nil && s.task == snapshot.TaskPaused && s.suspend == g
 	case "written":
 		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskPaused && s.suspend == g
-	case "stop", "released":
+	case "stop", "chain-committed", "chained", "released":
 		ok = ok && after && s.refFile != nil && s.task == snapshot.TaskNone && s.suspend == g
 	default:
 		t.Fatalf("unknown step %q", step)
