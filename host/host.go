@@ -16,6 +16,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/opencontainers/go-digest"
@@ -48,6 +49,15 @@ type Info interface {
 	// machine: a resuming ledger holder of this host (runtime/containerd:
 	// procfs.ProcessAlive).
 	ResumerAlive(pid int, start, boot string) bool
+	// MemoryFacts returns what a memory image of format (a
+	// snapshot.MemoryFormat* constant) needs of this host to be taken or
+	// restored here (docs/design.md "Memory", check 12): the checkpoint
+	// tool the runtime's shim would run (its version and binary digest;
+	// runtime/containerd: $SANDBOX_RESUME_CRIU, else the criu on the
+	// daemon's PATH, else on this process's) and the kernel release and
+	// CPU. A format this host cannot take or restore wraps
+	// errdefs.ErrNotImplemented; a tool not found errdefs.ErrNotFound.
+	MemoryFacts(ctx context.Context, format string) (snapshot.MemoryRuntime, snapshot.MemoryHost, error)
 }
 
 // Images resolves and names images.
@@ -269,7 +279,30 @@ type Tasks interface {
 	// output discarded) and returns the task's pid. A container that does
 	// not exist is errdefs.ErrNotFound.
 	StartTask(ctx context.Context, id string) (uint32, error)
+	// CheckpointTask checkpoints the memory of container id's task, which
+	// the caller paused, and leaves the task existing and paused
+	// (docs/design.md "Memory": CRIU --leave-running; the freezer state is
+	// checked after the checkpoint and the task paused again if the
+	// checkpoint thawed it). The image is stored under the lease as the
+	// memory's blobs; the result names them with the format, the
+	// checkpoint tool (MemoryFacts) and this host's kernel and CPU. A task
+	// that cannot be dumped (a standard stream that is a host file, a
+	// terminal) wraps ErrCannotCheckpoint, naming the stream, before
+	// anything is dumped; a container without a paused task is
+	// errdefs.ErrFailedPrecondition.
+	CheckpointTask(ctx context.Context, id, lease string) (snapshot.Memory, error)
+	// RestoreTask creates container id's task from the memory image mem
+	// (each blob verified by digest and size before any byte reaches the
+	// runtime: another wraps snapshot.ErrBlobCorrupt, an absent one
+	// errdefs.ErrNotFound), starts it detached and returns its pid. A
+	// container that already has a task is errdefs.ErrAlreadyExists.
+	RestoreTask(ctx context.Context, id string, mem snapshot.Memory) (uint32, error)
 }
+
+// ErrCannotCheckpoint: the task holds something its checkpoint tool cannot
+// dump (a standard stream that is a host file, a terminal); refused before
+// the checkpoint (docs/design.md "Memory").
+var ErrCannotCheckpoint = errors.New("the task cannot be checkpointed")
 
 // Differ captures a container's filesystem changes as a layer.
 type Differ interface {

@@ -36,6 +36,10 @@ type claimCheck struct {
 	// copied: the claim check passed for a generation this ledger never
 	// recorded with this ref, accepted as a copy (Request.Copy).
 	copied bool
+	// pendingRestore: the record is live with the target container, which
+	// has no task — a memory resume stopped between Live and the restore;
+	// Resume restores into it without a new claim (resume/memory.go).
+	pendingRestore bool
 }
 
 // targetID returns the id of the container to create: the one Resume was
@@ -143,6 +147,9 @@ func (s *state) claim(ctx context.Context) (string, error) {
 		return "", refuseLedger("read", cc.run, err)
 	default:
 		cc.rec = &rec
+	}
+	if d, ok, err := s.pendingRestore(ctx); ok || err != nil {
+		return d, err
 	}
 	why := ""
 	if rec := cc.rec; rec != nil && rec.State == ledger.StateResuming && rec.Holder != nil {

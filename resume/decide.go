@@ -55,6 +55,15 @@ type Request struct {
 	SpecSource string
 
 	TrustRecordedSpec bool
+	// NoMemory is --no-memory: a generation with memory resumes its
+	// filesystem and restarts its process (check 12 says so; its memory
+	// blobs are not required).
+	NoMemory bool
+	// DuplicateProcess is --duplicate-process: with Copy or TakeOver, a
+	// generation with memory is restored although the process may then
+	// run twice (two copies of one memory image); without it, or
+	// NoMemory, that is a usage error (64) at check 12.
+	DuplicateProcess bool
 }
 
 // InputError is an input file of the decision that cannot be read (it
@@ -153,7 +162,7 @@ func Decide(ctx context.Context, facts Facts, l ledger.Ledger, req Request) *Ver
 	return s.run(ctx)
 }
 
-// run runs the eleven checks in order and builds the verdict.
+// run runs the twelve checks in order and builds the verdict.
 func (s *state) run(ctx context.Context) *Verdict {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // abandons the lookups of checks skipped after a failure
@@ -259,8 +268,9 @@ type lookups struct {
 	resolve *future[snapshot.Base] // nil when core.image carries a digest
 	labels  *future[map[string]string]
 	missing *future[[]digest.Digest]
-	blobs   []*future[int64] // the sizes of layerBlobs(ref), in that order
-	spec    *future[[]byte]  // the recorded spec's bytes; nil for a /1 ref
+	blobs   []*future[int64]     // the sizes of snapshotBlobs(ref), in that order
+	memory  *future[memoryFacts] // this host's memory facts; nil for a ref without memory or under NoMemory
+	spec    *future[[]byte]      // the recorded spec's bytes; nil for a /1 ref
 }
 
 // future is the result of one lookup running in its own goroutine.
@@ -292,8 +302,14 @@ func (s *state) startLookups(ctx context.Context) {
 		missing: lookup(func() ([]digest.Digest, error) { return s.facts.MissingContent(ctx, ref.Base.ManifestDigest) }),
 		labels:  lookup(func() (map[string]string, error) { return s.facts.ImageLabels(ctx, ref.Base.ConfigDigest) }),
 	}
-	for _, b := range layerBlobs(ref) {
+	for _, b := range s.snapshotBlobs(ref) {
 		l.blobs = append(l.blobs, lookup(func() (int64, error) { return s.facts.BlobSize(ctx, b.digest) }))
+	}
+	if m := ref.Memory; m != nil && !s.req.NoMemory {
+		l.memory = lookup(func() (memoryFacts, error) {
+			rt, mh, err := s.facts.MemoryFacts(ctx, m.Format)
+			return memoryFacts{rt, mh}, err
+		})
 	}
 	if d := ref.Spec; d != nil {
 		l.spec = lookup(func() ([]byte, error) { return s.facts.ReadSpec(ctx, *d) })
@@ -306,7 +322,7 @@ func (s *state) startLookups(ctx context.Context) {
 	s.look = l
 }
 
-// steps are the eleven checks in docs/design.md order. Each returns a detail on pass,
+// steps are the twelve checks in docs/design.md order. Each returns a detail on pass,
 // or an error: a *CheckError for a refusal, anything else is internal.
 var steps = []struct {
 	name string
@@ -321,6 +337,7 @@ var steps = []struct {
 	{CheckHost, (*state).host},
 	{CheckImage, (*state).image},
 	{CheckSnapshot, (*state).snapshot},
+	{CheckMemory, (*state).memoryCheck},
 	{CheckSpec, (*state).specCheck},
 	{CheckClaim, (*state).claim},
 }
@@ -607,7 +624,7 @@ func layerBlobs(ref *snapshot.Ref) []refBlob {
 // the spec blob is read with its size and digest verified as it is read.
 func (s *state) snapshot(ctx context.Context) (string, error) {
 	var present []string
-	for i, b := range layerBlobs(s.ref) {
+	for i, b := range s.snapshotBlobs(s.ref) {
 		size, err := s.look.blobs[i].get()
 		switch {
 		case errdefs.IsNotFound(err):

@@ -145,7 +145,7 @@ func TestVerdictJSON(t *testing.T) {
 	if err := json.Unmarshal(m["checks"], &checks); err != nil {
 		t.Fatal(err)
 	}
-	if len(checks) != 11 || checks[0]["name"] != "ref-parse" || checks[9]["name"] != "spec" || checks[10]["name"] != "claim" || len(checks[0]) != 3 {
+	if len(checks) != 12 || checks[0]["name"] != "ref-parse" || checks[9]["name"] != "memory" || checks[10]["name"] != "spec" || checks[11]["name"] != "claim" || len(checks[0]) != 3 {
 		t.Errorf("checks %v", checks)
 	}
 	var back resume.Verdict

@@ -162,6 +162,9 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	if !v.Accepted {
 		return v
 	}
+	if s.cc.pendingRestore {
+		return s.retryRestore(ctx, v)
+	}
 	faultpoint.Reach("resume-claimed")
 	cc := s.cc
 	spec := host.ContainerSpec{
@@ -211,6 +214,9 @@ func Resume(ctx context.Context, facts Facts, l ledger.Ledger, m Materializer, r
 	v.Container = spec.ID
 	v.NotApplied = s.notApplied()
 
+	if s.restoresMemory() {
+		return s.restore(ctx, v, spec.ID, detail)
+	}
 	if opt.Start {
 		pid, serr := m.StartTask(ctx, spec.ID)
 		if serr != nil {

@@ -22,14 +22,17 @@ const (
 	CheckHost          = "host"           // 7: same host (host.id and host.idSource), or pinned
 	CheckImage         = "image"          // 8: platform, base content present, the reference still names the recorded digests, the devcontainer.metadata label passes
 	CheckSnapshot      = "snapshot"       // 9: every layer blob and the spec blob present with its digest and size (the spec read and its digest verified)
+	CheckMemory        = "memory"         // 12 (after snapshot): the recorded memory image is one this host restores (format, tool and version, CPU flags)
 	CheckSpec          = "spec"           // 10: the offered --spec decodes and does not widen the recorded spec (without --spec: the recorded spec decodes)
 	CheckClaim         = "claim"          // 11: the container id is free and the ledger lets this generation be claimed
 )
 
-// CheckNames lists the eleven check names in the order they run.
+// CheckNames lists the twelve check names in the order they run (check
+// 12, memory, runs after snapshot and before spec: docs/design.md
+// "Memory").
 var CheckNames = []string{
 	CheckRefParse, CheckSignature, CheckRefSchema, CheckRefIntegrity,
-	CheckOfferedIngest, CheckManifest, CheckHost, CheckImage, CheckSnapshot, CheckSpec, CheckClaim,
+	CheckOfferedIngest, CheckManifest, CheckHost, CheckImage, CheckSnapshot, CheckMemory, CheckSpec, CheckClaim,
 }
 
 // Class names why a resume was refused: the verdict's "class"
@@ -41,19 +44,21 @@ type Class = exitcode.Class
 // Verdict classes (internal/exitcode holds the one table of classes and
 // exit codes).
 const (
-	ClassBadInput          = exitcode.ClassBadInput          // checks 1, 3, 5, 10: exit 2
-	ClassUntrusted         = exitcode.ClassUntrusted         // check 2: exit 6
-	ClassTampered          = exitcode.ClassTampered          // check 4: exit 6
-	ClassManifestMismatch  = exitcode.ClassManifestMismatch  // check 6: exit 3
-	ClassUnpinnedCrossHost = exitcode.ClassUnpinnedCrossHost // check 7: exit 4
-	ClassImageUnresolved   = exitcode.ClassImageUnresolved   // check 8: exit 5
-	ClassImageDrifted      = exitcode.ClassImageDrifted      // check 8: exit 5
-	ClassImageMetadata     = exitcode.ClassImageMetadata     // check 8: exit 2
-	ClassSnapshotMissing   = exitcode.ClassSnapshotMissing   // check 9, a recorded spec that does not decode (check 10), materialize: exit 7
-	ClassSpecDrift         = exitcode.ClassSpecDrift         // check 10: the offered spec widens the recorded one, exit 3
-	ClassForked            = exitcode.ClassForked            // claim: another ref recorded for this generation, exit 6
-	ClassClaimConflict     = exitcode.ClassClaimConflict     // claim: held, in flight, the container id exists; a lost claim: exit 8
-	ClassSuperseded        = exitcode.ClassSuperseded        // claim: a newer generation, or the run discarded: exit 9
+	ClassBadInput           = exitcode.ClassBadInput           // checks 1, 3, 5, 10: exit 2
+	ClassUntrusted          = exitcode.ClassUntrusted          // check 2: exit 6
+	ClassTampered           = exitcode.ClassTampered           // check 4: exit 6
+	ClassManifestMismatch   = exitcode.ClassManifestMismatch   // check 6: exit 3
+	ClassUnpinnedCrossHost  = exitcode.ClassUnpinnedCrossHost  // check 7: exit 4
+	ClassImageUnresolved    = exitcode.ClassImageUnresolved    // check 8: exit 5
+	ClassImageDrifted       = exitcode.ClassImageDrifted       // check 8: exit 5
+	ClassImageMetadata      = exitcode.ClassImageMetadata      // check 8: exit 2
+	ClassSnapshotMissing    = exitcode.ClassSnapshotMissing    // check 9, a recorded spec that does not decode (check 10), materialize: exit 7
+	ClassSpecDrift          = exitcode.ClassSpecDrift          // check 10: the offered spec widens the recorded one, exit 3
+	ClassForked             = exitcode.ClassForked             // claim: another ref recorded for this generation, exit 6
+	ClassClaimConflict      = exitcode.ClassClaimConflict      // claim: held, in flight, the container id exists; a lost claim: exit 8
+	ClassSuperseded         = exitcode.ClassSuperseded         // claim: a newer generation, or the run discarded: exit 9
+	ClassMemoryIncompatible = exitcode.ClassMemoryIncompatible // memory: the memory image cannot be restored here: exit 10
+	ClassUsage              = exitcode.ClassUsage              // memory: --copy or --take-over of a memory generation without --no-memory or --duplicate-process: exit 64
 	// ClassInternal is a failure to establish a fact (a daemon error other
 	// than "not found"), not a refusal: exit 1.
 	ClassInternal = exitcode.ClassInternal

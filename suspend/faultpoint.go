@@ -15,6 +15,8 @@ import "github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 //	lease     the run lease exists and holds the base
 //	labelled  the container is labelled suspending and run, its task untouched
 //	pause     the task is paused, no layer yet
+//	checkpoint (Request.Memory) the memory image is under the lease, the
+//	          task paused, no layer yet
 //	diff      the layer blob is under the lease, the task is still paused
 //	refblob   the spec and ref blobs are under the lease, not recorded yet
 //	recorded  the ledger recorded the generation, no ref file yet

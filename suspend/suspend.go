@@ -113,6 +113,14 @@ type Request struct {
 	// resumed from plus its own diff. A generation whose layers would
 	// exceed snapshot.MaxLayers is flattened anyway.
 	Flatten bool
+	// Memory checkpoints the task's memory after the pause and before the
+	// diff (docs/design.md "Memory"; memory.go): the ref records it and a
+	// resume restores the process instead of restarting it.
+	Memory bool
+	// KeepMemory keeps the parent generation's memory blobs under the run
+	// lease once this generation is recorded; without it they are released
+	// (docs/design.md "Memory": retention; memory.go).
+	KeepMemory bool
 	// KeepGenerations is how many of the run's latest generations (this
 	// one included) keep their layers under the run lease; the layers no
 	// longer named by any of them are released from it once this
@@ -183,6 +191,9 @@ type Result struct {
 	// (those an earlier suspend released already included), oldest
 	// generation last.
 	Released []digest.Digest
+	// ReleasedMemory are the parent generation's memory blobs this call
+	// released from the run lease (none with Request.KeepMemory).
+	ReleasedMemory []digest.Digest
 	// Deleted is true when the container was an incarnation that this
 	// (stopping) suspend deleted with its snapshot (docs/design.md
 	// "Suspend", step 7).
@@ -511,6 +522,10 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		return nil, s.undo(ctx, err, undoLabels)
 	}
 	faultPoint("pause")
+	mem, err := s.checkpoint(ctx)
+	if err != nil {
+		return nil, s.undo(ctx, err, undoLabels)
+	}
 	layers, err := s.diff(ctx, base)
 	if err != nil {
 		return nil, s.undo(ctx, err, undoLabels)
@@ -538,6 +553,7 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		KeptRunning: s.req.KeepRunning,
 		Created:     created,
 		RunUID:      s.runUID, // lease (generation 1) or laterRunUID
+		Memory:      mem,
 	}
 	if p := s.parent; p != nil {
 		// Copied from the parent (docs/design.md "SnapshotRef"); the
@@ -899,6 +915,9 @@ func (s *suspension) finish(ctx context.Context, rec ledger.Record) (*Result, er
 			s.run, s.gen, s.out, s.keep, s.res.Lease, err)
 	}
 	s.res.Released = released
+	if err := s.releaseMemory(ctx); err != nil {
+		return nil, fmt.Errorf("suspend: run %q generation %d is recorded and %s written; %w", s.run, s.gen, s.out, err)
+	}
 	faultPoint("released")
 	if !s.res.Ref.KeptRunning && s.ctr.Labels[snapshot.LabelRef] != "" {
 		// Step 7: an incarnation whose suspend stopped it goes, with its

@@ -16,9 +16,10 @@ import (
 // resumeOptions are the flags of `resume` (docs/design.md "Resume
 // decision").
 type resumeOptions struct {
-	ref, config, trust, lockfile, container, spec   string
-	check, start, takeOver, trustRecordedSpec, copy bool
-	force                                           bool
+	ref, config, trust, lockfile, container, spec             string
+	check, start, takeOver, trustRecordedSpec, copy, noMemory bool
+	duplicateProcess                                          bool
+	force                                                     bool
 }
 
 // newResumeCmd is `resume --ref ref.json --config PATH --trust PUB|DIR
@@ -33,7 +34,7 @@ type resumeOptions struct {
 func newResumeCmd(a *app) *cobra.Command {
 	var o resumeOptions
 	cmd := &cobra.Command{
-		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--copy] [--trust-recorded-spec] [--lockfile F]",
+		Use:   "resume --ref REF --config PATH --trust PUB|DIR [--check] [--container ID] [--start] [--spec FILE] [--take-over] [--copy] [--trust-recorded-spec] [--no-memory] [--duplicate-process] [--lockfile F]",
 		Short: "Decide whether a suspended run may resume into the offered environment, and resume it",
 		Long: `Runs the resume checks (ref-parse, signature, ref-schema, ref-integrity,
 offered-ingest, manifest, host, image, snapshot, spec, claim) and prints each
@@ -98,7 +99,7 @@ listed in notApplied.`,
 				return nil, usageErrorf("resume: --force goes with --take-over (deleting a live holder that runs on this host)")
 			}
 			req.TakeOver, req.TrustRecordedSpec, req.Force = o.takeOver, o.trustRecordedSpec, o.force
-			req.Copy = o.copy
+			req.Copy, req.NoMemory, req.DuplicateProcess = o.copy, o.noMemory, o.duplicateProcess
 			if o.spec != "" {
 				if req.Spec, err = inputfile.Read(o.spec, inputfile.MaxJSON); err != nil {
 					return nil, &resume.InputError{Path: o.spec, Err: err}
@@ -133,6 +134,8 @@ listed in notApplied.`,
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")
 	f.BoolVar(&o.check, "check", false, "decide only: run the checks, write nothing (no claim, no container)")
 	f.BoolVar(&o.takeOver, "take-over", false, "take a live run from its holder (a lost host or container), fencing it out: an operator's decision")
+	f.BoolVar(&o.noMemory, "no-memory", false, "resume a generation with memory from its filesystem and restart its process instead of restoring it (check 12 says so)")
+	f.BoolVar(&o.duplicateProcess, "duplicate-process", false, "with --copy or --take-over: restore a generation's memory although its process may then run twice (without it, or --no-memory, that is 64)")
 	f.BoolVar(&o.force, "force", false, "with --take-over: also when the live holder's task runs on this host and namespace (its container is deleted)")
 	f.BoolVar(&o.trustRecordedSpec, "trust-recorded-spec", false, "run a recorded spec and runtime options that another host recorded (hooks, privileged settings, shim paths) without judging them: an operator's decision")
 	f.BoolVar(&o.copy, "copy", false, "accept a generation this ledger never recorded (a copy the source can still resume: a backup or a fork made on purpose); the verdict says copy: true")

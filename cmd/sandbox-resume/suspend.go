@@ -16,7 +16,7 @@ import (
 // suspendOptions are the flags of `suspend` (docs/design.md "Suspend").
 type suspendOptions struct {
 	container, config, key, run, out, lockfile, policy string
-	keepRunning, flatten                               bool
+	keepRunning, flatten, memory, keepMemory           bool
 	keepGenerations                                    int
 }
 
@@ -44,7 +44,7 @@ type suspendOutput struct {
 func newSuspendCmd(a *app) *cobra.Command {
 	var o suspendOptions
 	cmd := &cobra.Command{
-		Use:   "suspend --container ID --config PATH --key K [--run ID] [--out ref.json] [--keep-running] [--flatten] [--keep-generations K] [--lockfile F] [--policy P]",
+		Use:   "suspend --container ID --config PATH --key K [--run ID] [--out ref.json] [--keep-running] [--memory] [--keep-memory] [--flatten] [--keep-generations K] [--lockfile F] [--policy P]",
 		Short: "Capture a container's filesystem changes and spec, record the run's next generation in the ledger and write a signed SnapshotRef",
 		Long: `Ingests the devcontainer.json and checks that it describes the container
 (else exit 3) and that the image's devcontainer.metadata label, if any, passes
@@ -106,7 +106,7 @@ without a new diff.`,
 			req := suspend.Request{
 				ContainerID: o.container, ConfigPath: o.config, Lockfile: o.lockfile, Policy: policy, PolicySet: s.cmd.Flags().Changed("policy"),
 				Run: o.run, Keys: []crypto.Signer{key}, Out: o.out, KeepRunning: o.keepRunning, Now: a.now, Rand: a.random,
-				Flatten: o.flatten, KeepGenerations: o.keepGenerations,
+				Flatten: o.flatten, KeepGenerations: o.keepGenerations, Memory: o.memory, KeepMemory: o.keepMemory,
 			}
 			done := func() {}
 			if w := s.cmd.ErrOrStderr(); isTerminal(w) {
@@ -134,6 +134,8 @@ without a new diff.`,
 	f.StringVar(&o.run, "run", "", "run id (default: the container's io.sandbox-resume.run label, else the container id lower-cased when it is a valid run id)")
 	f.StringVar(&o.out, "out", "", "ref file to write (default <run>.g<generation>.ref.json)")
 	f.BoolVar(&o.keepRunning, "keep-running", false, "resume the task once the generation is recorded instead of stopping it (the container then holds the run)")
+	f.BoolVar(&o.memory, "memory", false, "checkpoint the task's memory (runc: CRIU) after the pause and before the diff, so that resume restores the process instead of restarting it")
+	f.BoolVar(&o.keepMemory, "keep-memory", false, "keep the parent generation's memory blobs under the run lease (by default they are released once this generation is recorded)")
 	f.BoolVar(&o.flatten, "flatten", false, "record one layer, the diff against the base image, instead of the resumed generation's layers plus the new diff")
 	f.IntVar(&o.keepGenerations, "keep-generations", suspend.DefaultKeepGenerations, "how many of the latest generations keep their layers under the run lease (ref and spec blobs always stay)")
 	f.StringVar(&o.lockfile, "lockfile", "", "lockfile to use instead of discovering one beside --config")

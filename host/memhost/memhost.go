@@ -85,6 +85,9 @@ const (
 	OpCreateFlatDiff  = "CreateFlatDiff"
 	OpWriteArchive    = "WriteArchive"
 	OpImportArchive   = "ImportArchive"
+	OpCheckpointTask  = "CheckpointTask"
+	OpRestoreTask     = "RestoreTask"
+	OpMemoryFacts     = "MemoryFacts"
 )
 
 // Machine is the in-memory host.Host. The zero value is not usable; call
@@ -115,6 +118,7 @@ type Machine struct {
 	temp       int
 	deleted    []string
 	ops        []string
+	mem        memoryState
 }
 
 var _ host.Host = (*Machine)(nil)

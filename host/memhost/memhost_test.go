@@ -257,3 +257,13 @@ func TestRunHost(t *testing.T) {
 		t.Errorf("DeleteContainer: %v, left %v", err, m.Containers())
 	}
 }
+
+// TestMemoryConformance: memhost passes the suite's memory part
+// (checkpoint leaves the task paused, one restore into a task-less
+// container).
+func TestMemoryConformance(t *testing.T) {
+	hosttest.RunMemory(t, func(t *testing.T) hosttest.MemoryFixture {
+		h := captureHost()
+		return hosttest.MemoryFixture{Host: h, Probe: probe{h}, Container: "box-1", LeaseID: snapshot.RunLease("mem-1")}
+	})
+}

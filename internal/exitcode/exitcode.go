@@ -22,6 +22,7 @@ const (
 	Snapshot   = 7  // snapshot content missing or corrupt
 	Claim      = 8  // claim conflict: the run is held or being resumed, a fenced-out holder, the container id exists, the run id is taken
 	Superseded = 9  // superseded: a newer generation of the run exists, or the run was discarded
+	Memory     = 10 // memory incompatible: the recorded memory image cannot be restored on this host
 	Usage      = 64 // usage error
 )
 
@@ -43,6 +44,7 @@ var Codes = []CodeInfo{
 	{Snapshot, "snapshot content missing or corrupt"},
 	{Claim, "claim conflict: an incarnation holds the run or a claim is in flight (also a previous release's claim lease); a fenced-out incarnation or resumer; the container id exists, or holds another run's container under a replaced holder's id; a take-over of a holder running on this host without --force; the run id is taken; the container was already suspended; a second handoff of a generation to another host, or a recall of a run that is not handed off"},
 	{Superseded, "superseded: a newer generation of the run exists, the run was discarded or purged, another run has its id, or the generation was handed off (the verdict names which; reason beside the class); this ledger never recorded the generation (not-handed-off); import and pull of an artifact whose handoff statement names another host (nothing stored)"},
+	{Memory, "memory incompatible: this host cannot restore the generation's memory image (format, checkpoint tool or its version, CPU flags); the verdict names the field and both values (resume --no-memory restarts the process from the filesystem)"},
 	{Usage, "usage error"},
 }
 
@@ -98,7 +100,12 @@ const (
 	// ClassSuperseded: a newer generation of the run is recorded, or the
 	// run was discarded; verdict check 11 (9).
 	ClassSuperseded Class = "superseded"
-	// ClassUsage: a command-line mistake, an invalid run id (64).
+	// ClassMemoryIncompatible: the recorded memory image cannot be
+	// restored here; verdict check 12 (10).
+	ClassMemoryIncompatible Class = "memory-incompatible"
+	// ClassUsage: a command-line mistake, an invalid run id; verdict check
+	// 12: --copy or --take-over of a memory generation without --no-memory
+	// or --duplicate-process (64).
 	ClassUsage Class = "usage"
 )
 
@@ -107,8 +114,8 @@ const (
 var VerdictClasses = []Class{
 	ClassBadInput, ClassUntrusted, ClassTampered, ClassManifestMismatch,
 	ClassUnpinnedCrossHost, ClassImageUnresolved, ClassImageDrifted,
-	ClassImageMetadata, ClassSnapshotMissing, ClassSpecDrift,
-	ClassForked, ClassClaimConflict, ClassSuperseded, ClassInternal,
+	ClassImageMetadata, ClassSnapshotMissing, ClassMemoryIncompatible, ClassSpecDrift,
+	ClassForked, ClassClaimConflict, ClassSuperseded, ClassUsage, ClassInternal,
 }
 
 // Code returns the exit code of class c; a class not in this table
@@ -131,6 +138,8 @@ func (c Class) Code() int {
 		return Claim
 	case ClassSuperseded:
 		return Superseded
+	case ClassMemoryIncompatible:
+		return Memory
 	case ClassUsage:
 		return Usage
 	}
