@@ -14,18 +14,19 @@ import (
 // picks one when an error wraps several) to its class here
 // (internal/exitcode), whose Code is the exit code.
 var classes = map[error]exitcode.Class{
-	errdef.ErrRefused:         exitcode.ClassRefused,
-	errdef.ErrImageMetadata:   exitcode.ClassImageMetadata,
-	errdef.ErrSuperseded:      exitcode.ClassSuperseded,
-	errdef.ErrForked:          exitcode.ClassForked,
-	errdef.ErrClaimConflict:   exitcode.ClassClaimConflict,
-	errdef.ErrUntrusted:       exitcode.ClassUntrusted,
-	errdef.ErrTampered:        exitcode.ClassTampered,
-	errdef.ErrMismatch:        exitcode.ClassManifestMismatch,
-	errdef.ErrImageUnresolved: exitcode.ClassImageUnresolved,
-	errdef.ErrBadInput:        exitcode.ClassBadInput,
-	errdef.ErrSnapshotMissing: exitcode.ClassSnapshotMissing,
-	errdef.ErrUsage:           exitcode.ClassUsage,
+	errdef.ErrRefused:            exitcode.ClassRefused,
+	errdef.ErrImageMetadata:      exitcode.ClassImageMetadata,
+	errdef.ErrSuperseded:         exitcode.ClassSuperseded,
+	errdef.ErrForked:             exitcode.ClassForked,
+	errdef.ErrClaimConflict:      exitcode.ClassClaimConflict,
+	errdef.ErrUntrusted:          exitcode.ClassUntrusted,
+	errdef.ErrTampered:           exitcode.ClassTampered,
+	errdef.ErrMismatch:           exitcode.ClassManifestMismatch,
+	errdef.ErrImageUnresolved:    exitcode.ClassImageUnresolved,
+	errdef.ErrBadInput:           exitcode.ClassBadInput,
+	errdef.ErrSnapshotMissing:    exitcode.ClassSnapshotMissing,
+	errdef.ErrMemoryIncompatible: exitcode.ClassMemoryIncompatible,
+	errdef.ErrUsage:              exitcode.ClassUsage,
 }
 
 // classify maps an error to its class; its exit code is Class.Code. In

@@ -58,6 +58,7 @@ func TestClassify(t *testing.T) {
 		{"ledger claim conflict", wrap(&ledger.Error{Class: errdef.ErrClaimConflict, Op: "claim", Run: "r"}), exitcode.ClassClaimConflict, 8},
 		{"ledger bad input", wrap(&ledger.Error{Class: errdef.ErrBadInput, Op: "handed-off", Run: "r"}), exitcode.ClassBadInput, 2},
 		{"ledger locked", wrap(errors.New("ledger file locked")), exitcode.ClassInternal, 1},
+		{"memory incompatible", wrap(errdef.ErrMemoryIncompatible), exitcode.ClassMemoryIncompatible, 10},
 		{"anything else", errors.New("boom"), exitcode.ClassInternal, 1},
 	}
 	for _, tt := range tests {
