@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -33,7 +34,7 @@ const (
 // document: signature list missing or empty, no entry naming a trusted key,
 // or an entry naming a trusted key whose sig is not strict base64, not 64
 // bytes, or does not verify. Its class is "untrusted" (internal/exitcode).
-var ErrSignature = errors.New("signature missing, invalid or untrusted")
+var ErrSignature = errdef.New(errdef.ErrUntrusted, "signature missing, invalid or untrusted")
 
 // Signature is one entry of a signed document's "signatures" array: KeyID
 // names the signing key ("ed25519:" + 64 lowercase hex, see KeyID) and Sig is
@@ -62,7 +63,8 @@ type ProblemKind string
 // The kinds of Problem.
 const (
 	// Malformed: the text does not pass the strict decoder
-	// (internal/strictjson); Problem.JSON holds the decoder's error.
+	// (internal/strictjson); Problem.JSONKind names the decoder's error
+	// kind.
 	Malformed ProblemKind = "malformed"
 	// Missing: a required member is absent (the document member, or an
 	// entry's "keyid" or "sig").
@@ -77,13 +79,14 @@ const (
 
 // Problem is one reason a signed wrapper does not parse: its RFC 6901 JSON
 // Pointer into the file ("" is the whole file), its kind, and a message for
-// people (with line:column first for a placed decoder problem). JSON is the
-// strict decoder's error when Kind is Malformed, else nil.
+// people (with line:column first for a placed decoder problem). JSONKind
+// is the strict decoder's error kind when Kind is Malformed ("syntax",
+// "encoding", "limit", "number", "duplicate-key", …), else "".
 type Problem struct {
-	Pointer string
-	Kind    ProblemKind
-	Message string
-	JSON    *strictjson.Error
+	Pointer  string
+	Kind     ProblemKind
+	Message  string
+	JSONKind string
 }
 
 // ParseError is returned by Parse when a wrapper does not parse: every
@@ -126,7 +129,7 @@ func Parse(data []byte, member string) (*Document, error) {
 	if len(errs) > 0 {
 		ps := make([]Problem, len(errs))
 		for i, e := range errs {
-			ps[i] = Problem{Pointer: e.Pointer, Kind: Malformed, Message: e.Text(), JSON: e}
+			ps[i] = Problem{Pointer: e.Pointer, Kind: Malformed, Message: e.Text(), JSONKind: string(e.Kind)}
 		}
 		return nil, &ParseError{Problems: ps}
 	}

@@ -146,8 +146,8 @@ func TestParseProblems(t *testing.T) {
 		if p.Pointer != tt.pointer || p.Kind != tt.kind || p.Message == "" {
 			t.Errorf("%s: problem %+v, want %q %s", tt.name, p, tt.pointer, tt.kind)
 		}
-		if (p.JSON != nil) != (tt.kind == Malformed) || (p.JSON != nil && p.JSON.Kind != tt.jsonKind) {
-			t.Errorf("%s: JSON %+v, want kind %q", tt.name, p.JSON, tt.jsonKind)
+		if (p.JSONKind != "") != (tt.kind == Malformed) || (p.JSONKind != "" && p.JSONKind != string(tt.jsonKind)) {
+			t.Errorf("%s: JSON kind %q, want kind %q", tt.name, p.JSONKind, tt.jsonKind)
 		}
 	}
 	// Several problems come sorted by pointer.

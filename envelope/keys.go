@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
@@ -41,7 +42,7 @@ const (
 // ErrKeyExists is returned (wrapped, with the file name) by WriteKeyPair
 // when PREFIX.key or PREFIX.pub already exists and force is false. Its
 // class is "refused" (internal/exitcode).
-var ErrKeyExists = errors.New("key file already exists")
+var ErrKeyExists = errdef.New(errdef.ErrRefused, "key file already exists")
 
 // keygenError is an error of WriteKeyPair whose message says it all in
 // one sentence ("keygen: k.key already exists") while it still wraps the

@@ -15,16 +15,16 @@ import (
 // when the problem has a place.
 func decode(data []byte, jsonc bool) (*strictjson.Node, []Refusal) {
 	root, errs := strictjson.Decode(data, jsonc)
-	return root, Refusals(errs)
+	return root, refusalsOf(errs)
 }
 
-// Refusals maps problems of the strict decoder to refusals, in order: the
+// refusalsOf maps problems of the strict decoder to refusals, in order: the
 // class is the kind's name (strictjson.Syntax is ClassSyntax, Encoding
 // ClassEncoding, Limit ClassLimit, Number ClassNumber, DuplicateKey
 // ClassDuplicateKey), the pointer the problem's, the message
 // strictjson.Error.Text (line:column first when it has a place). nil for
 // no problems.
-func Refusals(errs []*strictjson.Error) []Refusal {
+func refusalsOf(errs []*strictjson.Error) []Refusal {
 	if len(errs) == 0 {
 		return nil
 	}

@@ -62,7 +62,7 @@ func TestDecodeRefusals(t *testing.T) {
 			t.Errorf("decode(%.40q): message %q, want it to start %q", tt.in, rs[0].Message, tt.prefix)
 		}
 	}
-	if rs := Refusals(nil); rs != nil {
-		t.Errorf("Refusals(nil) = %v, want nil", rs)
+	if rs := refusalsOf(nil); rs != nil {
+		t.Errorf("refusalsOf(nil) = %v, want nil", rs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -42,6 +43,9 @@ func (e *ImageMetadataError) Error() string {
 	}
 	return b.String()
 }
+
+// Unwrap returns the class errdef.ErrImageMetadata.
+func (e *ImageMetadataError) Unwrap() error { return errdef.ErrImageMetadata }
 
 // imageMetadataOnly classifies the members a label fragment may carry
 // beyond devcontainer.json's top-level properties (the reference CLI's
@@ -85,6 +89,29 @@ var imageMetadataOnly = map[string]PropertyInfo{
 // whole, "changes-what-runs").
 func CheckImageMetadata(label string) []Refusal {
 	return CheckImageMetadataPolicy(label, normalizePolicy(nil))
+}
+
+// CheckImageLabels is the image-metadata check of an image config's
+// labels (image-spec config.md: config.Labels): found reports whether
+// they carry ImageMetadataLabel; no label passes (no refusals), else the
+// label is checked with CheckImageMetadata. Suspend, resume (with
+// CheckImageLabelsPolicy) and lint all check an image this way.
+func CheckImageLabels(labels map[string]string) (refusals []Refusal, found bool) {
+	label, ok := labels[ImageMetadataLabel]
+	if !ok {
+		return nil, false
+	}
+	return CheckImageMetadata(label), true
+}
+
+// CheckImageLabelsPolicy is CheckImageLabels with CheckImageMetadataPolicy
+// and reserved as the reserved-environment policy.
+func CheckImageLabelsPolicy(labels map[string]string, reserved []string) (refusals []Refusal, found bool) {
+	label, ok := labels[ImageMetadataLabel]
+	if !ok {
+		return nil, false
+	}
+	return CheckImageMetadataPolicy(label, reserved), true
 }
 
 // CheckImageMetadataPolicy is CheckImageMetadata with reserved as the

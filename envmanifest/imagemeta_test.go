@@ -151,3 +151,21 @@ func TestCheckImageMetadataPolicy(t *testing.T) {
 		t.Errorf("default policy: %v", rs)
 	}
 }
+
+// TestCheckImageLabels: labels without the metadata label pass unfound;
+// with it, the label's refusals are CheckImageMetadata's.
+func TestCheckImageLabels(t *testing.T) {
+	if rs, found := CheckImageLabels(map[string]string{"other": "x"}); found || rs != nil {
+		t.Errorf("no label: %v, found %v", rs, found)
+	}
+	if rs, found := CheckImageLabels(map[string]string{ImageMetadataLabel: `[{"id": "f"}]`}); !found || len(rs) != 0 {
+		t.Errorf("passing label: %v, found %v", rs, found)
+	}
+	rs, found := CheckImageLabels(map[string]string{ImageMetadataLabel: `[{"postCreateCommand": "x"}]`})
+	if !found || len(rs) != 1 || len(CheckImageMetadata(`[{"postCreateCommand": "x"}]`)) != 1 || rs[0] != CheckImageMetadata(`[{"postCreateCommand": "x"}]`)[0] {
+		t.Errorf("refused label: %v, found %v", rs, found)
+	}
+	if rs, found := CheckImageLabelsPolicy(map[string]string{ImageMetadataLabel: `{"containerEnv": {"HOME": "/x"}}`}, []string{"HOME"}); !found || len(rs) != 1 {
+		t.Errorf("reserved name: %v, found %v", rs, found)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // Class names the kind of a refusal. The strings are part of the CLI's JSON
@@ -57,6 +59,9 @@ type RefusedError struct {
 	// member); Error then says so before counting the refusals.
 	NotA string
 }
+
+// Unwrap returns the class errdef.ErrRefused.
+func (e *RefusedError) Unwrap() error { return errdef.ErrRefused }
 
 // Error names the source and counts the refusals ("x.json: 3 refusals";
 // "x.json is not a signed manifest: 1 refusal" when NotA is set), then

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
+	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
 // ParseSigned parses data as a signed wrapper whose document member is
@@ -45,8 +46,8 @@ func refusedFromEnvelope(pe *envelope.ParseError) *RefusedError {
 		r := Refusal{Pointer: p.Pointer, Message: p.Message}
 		switch p.Kind {
 		case envelope.Malformed:
-			if p.JSON != nil {
-				r.Class = kindClass(p.JSON.Kind)
+			if p.JSONKind != "" {
+				r.Class = kindClass(strictjson.ErrorKind(p.JSONKind))
 			} else {
 				r.Class = ClassSyntax
 			}

@@ -311,16 +311,16 @@ type Differ interface {
 	// key), stores it under the lease (which must exist: an unleased diff
 	// is collected), and returns the stored blob's descriptor with its
 	// diffID and uncompressed size in bytes, both checked against the
-	// stored blob. A snapshot.Progress in ctx (snapshot.WithProgress) gets
-	// the bytes written.
-	CreateDiff(ctx context.Context, lease string, c snapshot.Container) (snapshot.Layer, error)
+	// stored blob. p (nil: none) gets the bytes written.
+	CreateDiff(ctx context.Context, lease string, c snapshot.Container, p snapshot.Progress) (snapshot.Layer, error)
 	// CreateFlatDiff diffs the container's snapshot against the chain
 	// snapshot identity.ChainID(base) — the base image's diffIDs, in order
 	// — rather than against its own parent, stored and returned as
 	// CreateDiff does: applied over the base, the layer gives the
 	// container's file system. A chain snapshot that does not exist is an
-	// error wrapping errdefs.ErrNotFound naming the chain ID.
-	CreateFlatDiff(ctx context.Context, lease string, c snapshot.Container, base []digest.Digest) (snapshot.Layer, error)
+	// error wrapping errdefs.ErrNotFound naming the chain ID. p (nil:
+	// none) gets the bytes written.
+	CreateFlatDiff(ctx context.Context, lease string, c snapshot.Container, base []digest.Digest, p snapshot.Progress) (snapshot.Layer, error)
 }
 
 // ArchiveEntry is a manifest or index an archive lists in its index.json,

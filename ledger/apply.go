@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // Op is one transition request for Apply: a SuspendRequest, ClaimOp,
@@ -152,8 +153,8 @@ func ValidRun(run string) bool {
 // the current record (the zero Record when cur is nil). now stamps Updated
 // (stored in UTC).
 //
-// Apply does not modify cur. Refusals are *Error (ErrClaimConflict,
-// ErrSuperseded, ErrForked, ErrBadInput) carrying a copy of cur; a
+// Apply does not modify cur. Refusals are *Error (errdef.ErrClaimConflict,
+// errdef.ErrSuperseded, errdef.ErrForked, errdef.ErrBadInput) carrying a copy of cur; a
 // malformed op, or a cur that is not op's run's record, is an error
 // matching ErrInvalid.
 func Apply(cur *Record, op Op, now time.Time) (next Record, changed bool, err error) {
@@ -195,11 +196,11 @@ func current(cur *Record) Record {
 	return cur.Clone()
 }
 
-func refuse(class string, op Op, gen uint64, cur *Record, format string, args ...any) error {
+func refuse(class error, op Op, gen uint64, cur *Record, format string, args ...any) error {
 	return refuseCode(class, "", op, gen, cur, format, args...)
 }
 
-func refuseCode(class, code string, op Op, gen uint64, cur *Record, format string, args ...any) error {
+func refuseCode(class error, code string, op Op, gen uint64, cur *Record, format string, args ...any) error {
 	e := &Error{Class: class, Code: code, Op: op.name(), Run: op.RunID(), Generation: gen, Reason: fmt.Sprintf(format, args...)}
 	if cur != nil {
 		c := cur.Clone()
@@ -382,10 +383,10 @@ func applySuspended(cur *Record, op SuspendRequest, now time.Time) (Record, bool
 				reason += fmt.Sprintf(": generation %d was suspended by %s created %s",
 					cur.SuspendedBy.Generation, cur.SuspendedBy.Container, cur.SuspendedBy.Created.Format(time.RFC3339Nano))
 			}
-			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "%s", reason)
+			return current(cur), false, refuse(errdef.ErrClaimConflict, op, op.Generation, cur, "%s", reason)
 		}
 		if cur != nil && op.RunUID != "" && op.RunUID == cur.RunUID {
-			return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur,
+			return current(cur), false, refuse(errdef.ErrClaimConflict, op, op.Generation, cur,
 				"the run id is taken: run UID %s is the purged run's (a new generation 1 mints a new run UID)", op.RunUID)
 		}
 		next := Record{Run: op.Run, Generation: 1, Ref: op.Ref, RunUID: op.RunUID, State: StateSuspended, SuspendedBy: by, Fence: fenceOf(cur), Updated: now}
@@ -416,7 +417,7 @@ func applySuspended(cur *Record, op SuspendRequest, now time.Time) (Record, bool
 		why = fmt.Sprintf("the record is run UID %s, the new generation's ref carries %s (another run)", cur.RunUID, uidOrNone(op.RunUID))
 	}
 	if why != "" {
-		return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "%s no longer holds the run: %s", op.Container, why)
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, op.Generation, cur, "%s no longer holds the run: %s", op.Container, why)
 	}
 	next := cur.Clone()
 	next.Generation, next.Ref, next.SuspendedBy, next.Updated = op.Generation, op.Ref, by, now
@@ -436,37 +437,37 @@ func applyClaim(cur *Record, op ClaimOp, now time.Time) (Record, bool, error) {
 		// superseded (9); forked (6); not handed off (9); claim-conflict (8).
 		switch {
 		case cur.RunUID != "" && cur.RunUID != op.RunUID:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonAnotherRun, op, g, cur,
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonAnotherRun, op, g, cur,
 				"another run with this id: the record is generation %d of run UID %s, the ref's run UID is %s", cur.Generation, cur.RunUID, uidOrNone(op.RunUID))
 		case cur.State == StatePurged:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonPurged, op, g, cur,
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonPurged, op, g, cur,
 				"the run was purged (at generation %d); only a new generation 1 with a new run UID starts it again", cur.Generation)
 		case cur.State == StateDiscarded:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonDiscarded, op, g, cur, "the run was discarded (at generation %d)", cur.Generation)
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonDiscarded, op, g, cur, "the run was discarded (at generation %d)", cur.Generation)
 		case cur.Generation > g:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonNewerGeneration, op, g, cur, "generation %d is recorded", cur.Generation)
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonNewerGeneration, op, g, cur, "generation %d is recorded", cur.Generation)
 		case cur.State == StateHandedOff && cur.Generation >= g:
 			to, at := "", ""
 			if cur.HandedOff != nil {
 				to, at = cur.HandedOff.To, cur.HandedOff.At.Format(time.RFC3339)
 			}
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonHandedOff, op, g, cur, "generation %d was handed off to %q at %s", cur.Generation, to, at)
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonHandedOff, op, g, cur, "generation %d was handed off to %q at %s", cur.Generation, to, at)
 		case cur.Generation == g && cur.Ref != op.Ref:
-			return current(cur), false, refuse(ClassForked, op, g, cur, "generation %d is recorded with ref %s, not %s", cur.Generation, cur.Ref, op.Ref)
+			return current(cur), false, refuse(errdef.ErrForked, op, g, cur, "generation %d is recorded with ref %s, not %s", cur.Generation, cur.Ref, op.Ref)
 		case cur.Generation < g && !chained(cur, g, op.Parent, op.Ancestors):
-			return current(cur), false, refuseCode(ClassForked, ReasonBrokenChain, op, g, cur, "%s", brokenChain(cur, g))
+			return current(cur), false, refuseCode(errdef.ErrForked, ReasonBrokenChain, op, g, cur, "%s", brokenChain(cur, g))
 		}
 	}
 	if !recorded && !op.Copy {
-		return current(cur), false, refuseCode(ClassSuperseded, ReasonNotHandedOff, op, g, cur,
+		return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonNotHandedOff, op, g, cur,
 			"no handoff of generation %d to this host: this ledger never recorded it with ref %s (export it with a handoff to this host, or resume it as a copy the source can still resume)", g, op.Ref)
 	}
 	if cur != nil {
 		switch {
 		case cur.State == StateLive && !op.TakeOver:
-			return current(cur), false, refuse(ClassClaimConflict, op, g, cur, "the run is live")
+			return current(cur), false, refuse(errdef.ErrClaimConflict, op, g, cur, "the run is live")
 		case cur.State == StateResuming && !op.HolderGone:
-			return current(cur), false, refuse(ClassClaimConflict, op, g, cur, "the run is resuming and its holder is not gone")
+			return current(cur), false, refuse(errdef.ErrClaimConflict, op, g, cur, "the run is resuming and its holder is not gone")
 		}
 	}
 	h := op.Holder
@@ -503,7 +504,7 @@ func applyLive(cur *Record, op LiveOp, now time.Time) (Record, bool, error) {
 	default:
 		why = fmt.Sprintf("the run is %s", cur.State)
 	}
-	return current(cur), false, refuse(ClassClaimConflict, op, 0, cur, "fence %d no longer claims the run for %s: %s", op.Fence, op.Container, why)
+	return current(cur), false, refuse(errdef.ErrClaimConflict, op, 0, cur, "fence %d no longer claims the run for %s: %s", op.Fence, op.Container, why)
 }
 
 func applyRelease(cur *Record, op ReleaseOp, now time.Time) (Record, bool, error) {
@@ -524,7 +525,7 @@ func applyDiscard(cur *Record, op DiscardOp, now time.Time) (Record, bool, error
 		// goes.
 		return current(cur), false, nil
 	case (cur.State == StateLive || cur.State == StateResuming) && !op.Force:
-		return current(cur), false, refuse(ClassClaimConflict, op, 0, cur, "the run is %s and force is not set", cur.State)
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, 0, cur, "the run is %s and force is not set", cur.State)
 	}
 	return Record{Run: op.Run, Generation: cur.Generation, Ref: cur.Ref, RunUID: cur.RunUID, State: StateDiscarded, Fence: cur.Fence, Updated: now}, true, nil
 }
@@ -535,7 +536,7 @@ func applyPurge(cur *Record, op PurgeOp, now time.Time) (Record, bool, error) {
 		if cur != nil {
 			state = string(cur.State)
 		}
-		return current(cur), false, refuse(ClassClaimConflict, op, 0, cur, "only a discarded run is purged, not %s", state)
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, 0, cur, "only a discarded run is purged, not %s", state)
 	}
 	return Record{Run: op.Run, Generation: cur.Generation, Ref: cur.Ref, RunUID: cur.RunUID, State: StatePurged, Fence: cur.Fence, Updated: now}, true, nil
 }
@@ -550,16 +551,16 @@ func applyHandedOff(cur *Record, op HandOffRequest, now time.Time) (Record, bool
 		if cur.HandedOff != nil {
 			to = cur.HandedOff.To
 		}
-		return current(cur), false, refuse(ClassClaimConflict, op, g, cur, "generation %d was handed off to %q already", cur.Generation, to)
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, g, cur, "generation %d was handed off to %q already", cur.Generation, to)
 	}
 	if cur != nil && cur.State == StateLive {
-		return current(cur), false, refuse(ClassClaimConflict, op, g, cur, "the run is live (a generation kept running): suspend it without keeping it running first")
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, g, cur, "the run is live (a generation kept running): suspend it without keeping it running first")
 	}
 	if op.To == op.Host {
-		return current(cur), false, refuse(ClassBadInput, op, g, cur, "the handoff names this host %q", op.Host)
+		return current(cur), false, refuse(errdef.ErrBadInput, op, g, cur, "the handoff names this host %q", op.Host)
 	}
 	if op.RunUID == "" {
-		return current(cur), false, refuse(ClassBadInput, op, g, cur, "generation %d's ref carries no run UID (not a /3 ref): suspend the run once more", g)
+		return current(cur), false, refuse(errdef.ErrBadInput, op, g, cur, "generation %d's ref carries no run UID (not a /3 ref): suspend the run once more", g)
 	}
 	var why string
 	switch {
@@ -575,7 +576,7 @@ func applyHandedOff(cur *Record, op HandOffRequest, now time.Time) (Record, bool
 		why = fmt.Sprintf("the record is run UID %s", cur.RunUID)
 	}
 	if why != "" {
-		return current(cur), false, refuse(ClassClaimConflict, op, g, cur, "only a suspended generation is handed off: %s", why)
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, g, cur, "only a suspended generation is handed off: %s", why)
 	}
 	return Record{Run: op.Run, Generation: g, Ref: op.Ref, RunUID: op.RunUID, State: StateHandedOff,
 		HandedOff: &HandedOff{To: op.To, At: now}, Fence: cur.Fence, Updated: now}, true, nil
@@ -589,9 +590,9 @@ func applyReceived(cur *Record, op ReceiveRequest, now time.Time) (Record, bool,
 		// superseded (9); forked (6); claim-conflict (8).
 		switch {
 		case cur.State == StatePurged && cur.RunUID == op.RunUID:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonPurged, op, g, cur, "run UID %s was purged here", op.RunUID)
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonPurged, op, g, cur, "run UID %s was purged here", op.RunUID)
 		case cur.State != StatePurged && cur.RunUID != "" && cur.RunUID != op.RunUID:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonAnotherRun, op, g, cur,
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonAnotherRun, op, g, cur,
 				"another run with this id: the record is generation %d of run UID %s, the statement's is %s", cur.Generation, cur.RunUID, op.RunUID)
 		}
 		if cur.State == StatePurged {
@@ -602,23 +603,23 @@ func applyReceived(cur *Record, op ReceiveRequest, now time.Time) (Record, bool,
 		third := k.State == StateHandedOff && k.Generation == g && k.HandedOff != nil && k.HandedOff.To != op.To && k.HandedOff.To != op.From
 		switch {
 		case k.State == StateDiscarded:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonDiscarded, op, g, cur, "the run was discarded (at generation %d)", k.Generation)
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonDiscarded, op, g, cur, "the run was discarded (at generation %d)", k.Generation)
 		case k.Generation > g:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonNewerGeneration, op, g, cur, "generation %d is recorded", k.Generation)
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonNewerGeneration, op, g, cur, "generation %d is recorded", k.Generation)
 		case third:
-			return current(cur), false, refuseCode(ClassSuperseded, ReasonHandedOff, op, g, cur, "generation %d was handed off to %q, neither this host nor %q", g, k.HandedOff.To, op.From)
+			return current(cur), false, refuseCode(errdef.ErrSuperseded, ReasonHandedOff, op, g, cur, "generation %d was handed off to %q, neither this host nor %q", g, k.HandedOff.To, op.From)
 		case k.Generation == g && k.Ref != op.Ref:
-			return current(cur), false, refuse(ClassForked, op, g, cur, "generation %d is recorded with ref %s, not %s", g, k.Ref, op.Ref)
+			return current(cur), false, refuse(errdef.ErrForked, op, g, cur, "generation %d is recorded with ref %s, not %s", g, k.Ref, op.Ref)
 		case k.Generation < g && !chained(k, g, op.Parent, op.Ancestors):
-			return current(cur), false, refuseCode(ClassForked, ReasonBrokenChain, op, g, cur, "%s", brokenChain(k, g))
+			return current(cur), false, refuseCode(errdef.ErrForked, ReasonBrokenChain, op, g, cur, "%s", brokenChain(k, g))
 		case k.State == StateLive || k.State == StateResuming:
-			return current(cur), false, refuse(ClassClaimConflict, op, g, cur, "the run is %s", k.State)
+			return current(cur), false, refuse(errdef.ErrClaimConflict, op, g, cur, "the run is %s", k.State)
 		case k.Generation == g && k.State == StateSuspended && k.Received != nil && k.Received.From == op.From:
 			return current(cur), false, nil // a retried import
 		case k.Generation < g && (k.State == StateSuspended || k.State == StateHandedOff):
 		case k.Generation == g && k.State == StateHandedOff:
 		default:
-			return current(cur), false, refuse(ClassClaimConflict, op, g, cur, "generation %d is recorded here already (%s)", g, k.State)
+			return current(cur), false, refuse(errdef.ErrClaimConflict, op, g, cur, "generation %d is recorded here already (%s)", g, k.State)
 		}
 	}
 	next := Record{Run: op.Run, Generation: g, Ref: op.Ref, RunUID: op.RunUID, State: StateSuspended,
@@ -632,7 +633,7 @@ func applyReceived(cur *Record, op ReceiveRequest, now time.Time) (Record, bool,
 
 func applyRecalled(cur *Record, op RecallRequest, now time.Time) (Record, bool, error) {
 	if cur == nil || cur.State != StateHandedOff || cur.Generation != op.Generation || cur.Ref != op.Ref {
-		return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "only a handed-off generation is recalled, with its ref")
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, op.Generation, cur, "only a handed-off generation is recalled, with its ref")
 	}
 	next := cur.Clone()
 	next.State, next.HandedOff, next.Fence, next.Updated = StateSuspended, nil, cur.Fence+1, now
@@ -641,7 +642,7 @@ func applyRecalled(cur *Record, op RecallRequest, now time.Time) (Record, bool, 
 
 func applyUnwound(cur *Record, op UnwindRequest, now time.Time) (Record, bool, error) {
 	if cur == nil || cur.State != StateLive || cur.Fence != op.Fence || cur.Holder == nil || *cur.Holder != (Holder{Container: op.Container}) {
-		return current(cur), false, refuse(ClassClaimConflict, op, 0, cur, "fence %d and %s do not hold the run live", op.Fence, op.Container)
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, 0, cur, "fence %d and %s do not hold the run live", op.Fence, op.Container)
 	}
 	next := cur.Clone()
 	next.State, next.Holder, next.Updated = StateSuspended, nil, now
@@ -663,7 +664,7 @@ func applyRepinned(cur *Record, op RepinRequest, now time.Time) (Record, bool, e
 		why = fmt.Sprintf("the record is run UID %s, the new ref carries %s", uidOrNone(cur.RunUID), uidOrNone(op.RunUID))
 	}
 	if why != "" {
-		return current(cur), false, refuse(ClassClaimConflict, op, op.Generation, cur, "only the suspended parent generation is repinned: %s", why)
+		return current(cur), false, refuse(errdef.ErrClaimConflict, op, op.Generation, cur, "only the suspended parent generation is repinned: %s", why)
 	}
 	next := cur.Clone()
 	next.Generation, next.Ref, next.SuspendedBy, next.Received, next.Updated = op.Generation, op.Ref, nil, nil, now

@@ -43,7 +43,7 @@
 // A Claim more than the recorded generation ahead must continue its chain
 // (ClaimRequest.Parent, Ancestors), and a generation this ledger never
 // recorded is claimed only as a copy (ClaimRequest.Copy): without it the
-// refusal is ErrSuperseded with Code ReasonNotHandedOff. HandedOff,
+// refusal is errdef.ErrSuperseded with Code ReasonNotHandedOff. HandedOff,
 // Received and Recalled move a run between per-host ledgers with a signed
 // handoff (docs/design.md "The run ledger"). A holder names its
 // fence in every later transition, so a resumer or container that lost the
@@ -51,11 +51,11 @@
 //
 // # Errors
 //
-// Refusals are *Error values carrying a Class (ClassClaimConflict,
-// ClassSuperseded, ClassForked, ClassBadInput — the class names the CLI
+// Refusals are *Error values carrying a Class (errdef.ErrClaimConflict,
+// errdef.ErrSuperseded, errdef.ErrForked, errdef.ErrBadInput — the class names the CLI
 // prints), a finer Code for some (ReasonNotHandedOff, …) and the record as
-// found. They match ErrClaimConflict, ErrSuperseded, ErrForked and
-// ErrBadInput with errors.Is. A malformed request matches ErrInvalid (and
+// found. They match errdef.ErrClaimConflict, errdef.ErrSuperseded, errdef.ErrForked and
+// errdef.ErrBadInput with errors.Is. A malformed request matches ErrInvalid (and
 // errdefs.ErrInvalidArgument); Get of a run without a record matches
 // ErrNotFound (and errdefs.ErrNotFound). Any other error is a storage error
 // (unreachable, locked, corrupt): the caller fails closed.
@@ -74,6 +74,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // State is the state of a run's record (docs/design.md "The run ledger").
@@ -426,8 +427,8 @@ type RepinRequest struct {
 // transition is one atomic compare-and-swap on one run's record; nothing
 // is held between calls. Implementations are safe for concurrent use.
 //
-// Refusals are *Error values matching ErrClaimConflict, ErrSuperseded or
-// ErrForked; invalid requests match ErrInvalid; other errors are storage
+// Refusals are *Error values matching errdef.ErrClaimConflict, errdef.ErrSuperseded or
+// errdef.ErrForked; invalid requests match ErrInvalid; other errors are storage
 // errors naming the file or endpoints.
 type Ledger interface {
 	// Get returns run's record, a purged one included. A run without a
@@ -441,10 +442,10 @@ type Ledger interface {
 	// Suspended records a new generation written by a suspend and returns
 	// the record written. Generation 1: from no record or purged to
 	// suspended (Keep: live, holder = the container, fence + 1); any other
-	// record is ErrClaimConflict (the run id is taken). Generation N+1:
+	// record is errdef.ErrClaimConflict (the run id is taken). Generation N+1:
 	// from live at generation N with this fence and holder = the container,
 	// to suspended at N+1 (holder removed, fence kept; Keep: stays live,
-	// same holder and fence); anything else is ErrClaimConflict (this
+	// same holder and fence); anything else is errdef.ErrClaimConflict (this
 	// container no longer holds the run). The *Error carries the record as
 	// found, whose SuspendedBy lets a rerun recognise its own suspend.
 	Suspended(ctx context.Context, req SuspendRequest) (Record, error)
@@ -452,20 +453,20 @@ type Ledger interface {
 	// Claim moves the run to resuming at req.Generation with req.Ref,
 	// req.RunUID and req.Holder, fence + 1, and returns the claim.
 	// Refusals, in this order: the record's run UID differs from the
-	// ref's, or the run was purged: ErrSuperseded; a newer generation
+	// ref's, or the run was purged: errdef.ErrSuperseded; a newer generation
 	// recorded, the run discarded, or handed off at or above this
-	// generation: ErrSuperseded; this generation recorded with another
-	// ref, or a broken chain (req.Parent, req.Ancestors): ErrForked; a
+	// generation: errdef.ErrSuperseded; this generation recorded with another
+	// ref, or a broken chain (req.Parent, req.Ancestors): errdef.ErrForked; a
 	// generation this ledger never recorded with this ref, without
-	// req.Copy: ErrSuperseded with Code ReasonNotHandedOff; live (without
+	// req.Copy: errdef.ErrSuperseded with Code ReasonNotHandedOff; live (without
 	// TakeOver), or resuming with a holder that is not gone:
-	// ErrClaimConflict naming the holder and its host.
+	// errdef.ErrClaimConflict naming the holder and its host.
 	Claim(ctx context.Context, req ClaimRequest) (Claim, error)
 
 	// Live moves a resuming record with this fence to live with holder =
 	// container and returns it. Already live with this fence and this
 	// container: no change (a retried Live). Anything else — another fence,
-	// or no longer resuming — is ErrClaimConflict: the caller deletes its
+	// or no longer resuming — is errdef.ErrClaimConflict: the caller deletes its
 	// container. The container is not compared with the one the claim's
 	// holder named: the fence alone identifies the claim.
 	Live(ctx context.Context, run string, fence uint64, container Container) (Record, error)
@@ -480,45 +481,45 @@ type Ledger interface {
 	// generation, ref and fence, and returns it: from suspended, from no
 	// record or purged (a tombstone at generation 0 with no ref), from
 	// discarded (no change), and from any state with force. Live or
-	// resuming without force is ErrClaimConflict.
+	// resuming without force is errdef.ErrClaimConflict.
 	Discard(ctx context.Context, run string, force bool) (Record, error)
 
 	// Purge turns a discarded record into a purged one keeping the run id,
 	// the fence, the last generation, its ref and the run UID, and returns
-	// it. Any other record, or none, is ErrClaimConflict.
+	// it. Any other record, or none, is errdef.ErrClaimConflict.
 	Purge(ctx context.Context, run string) (Record, error)
 
 	// HandedOff turns a suspended record at req.Generation with req.Ref
 	// into a handed-off tombstone naming req.To, and returns it; a record
 	// already handed off at that generation and ref to req.To is returned
 	// unchanged (a retried export). Refusals, in this order: handed off to
-	// another host, or live: ErrClaimConflict; req.To = req.Host, or a ref
-	// without a run UID: ErrBadInput; anything else: ErrClaimConflict.
+	// another host, or live: errdef.ErrClaimConflict; req.To = req.Host, or a ref
+	// without a run UID: errdef.ErrBadInput; anything else: errdef.ErrClaimConflict.
 	HandedOff(ctx context.Context, req HandOffRequest) (Record, error)
 
 	// Received records a generation handed to this host by a verified
 	// handoff statement: suspended at req.Generation with req.Ref and
 	// req.RunUID, Received = req.From, fence = max(record, req.Fence). A
 	// retried import is no change. Refusals, in this order: another run
-	// UID, or purged of this UID: ErrSuperseded; a newer generation,
+	// UID, or purged of this UID: errdef.ErrSuperseded; a newer generation,
 	// discarded, or handed off at this generation to a third host:
-	// ErrSuperseded; this generation with another ref, or a broken chain:
-	// ErrForked; live, resuming or any other record: ErrClaimConflict.
+	// errdef.ErrSuperseded; this generation with another ref, or a broken chain:
+	// errdef.ErrForked; live, resuming or any other record: errdef.ErrClaimConflict.
 	Received(ctx context.Context, req ReceiveRequest) (Record, error)
 
 	// Recalled turns a handed-off record at req.Generation with req.Ref
-	// back into suspended, fence + 1; anything else is ErrClaimConflict.
+	// back into suspended, fence + 1; anything else is errdef.ErrClaimConflict.
 	Recalled(ctx context.Context, req RecallRequest) (Record, error)
 
 	// Unwound moves a live record held by req.Container with req.Fence
 	// back to suspended at its generation and ref, holder removed, fence
-	// kept; anything else is ErrClaimConflict.
+	// kept; anything else is errdef.ErrClaimConflict.
 	Unwound(ctx context.Context, req UnwindRequest) (Record, error)
 
 	// Repinned moves a suspended record at req.Generation−1 whose ref is
 	// req.Parent and whose run UID is req.RunUID to suspended at
 	// req.Generation with req.Ref, fence kept, no holder; anything else is
-	// ErrClaimConflict.
+	// errdef.ErrClaimConflict.
 	Repinned(ctx context.Context, req RepinRequest) (Record, error)
 
 	// Close releases what the ledger holds open (a client connection);
@@ -566,27 +567,9 @@ type Claim interface {
 	// lost before Live or Release (ledger/etcd: its lease expired;
 	// ledger/fake: another transition changed the fence or state). A
 	// backend that cannot observe a loss (ledger/bolt) never closes it; Live
-	// then reports the loss as ErrClaimConflict.
+	// then reports the loss as errdef.ErrClaimConflict.
 	Lost() <-chan struct{}
 }
-
-// The refusal classes: the class names of docs/design.md "CLI contract"
-// that the CLI prints and maps to exit codes.
-const (
-	// ClassClaimConflict: the run is held (live, or resuming with a holder
-	// that is not gone), the run id is taken, the caller no longer holds the
-	// run (fenced out), or the record is in no state for the transition.
-	ClassClaimConflict = "claim-conflict"
-	// ClassSuperseded: a newer generation is recorded, or the run was
-	// discarded.
-	ClassSuperseded = "superseded"
-	// ClassForked: this generation is recorded with another ref, or the
-	// ref's chain does not reach the record's ref.
-	ClassForked = "forked"
-	// ClassBadInput: the request cannot be used whatever the record says
-	// (a handoff to this host, a handoff of a ref without a run UID).
-	ClassBadInput = "bad-input"
-)
 
 // The finer reasons of a refusal (Error.Code): what docs/design.md
 // "Hardening" calls `reason` beside `class`.
@@ -609,18 +592,9 @@ const (
 	ReasonBrokenChain = "broken-chain"
 )
 
-// Sentinel errors, one per refusal class; every *Error matches the one of
-// its Class with errors.Is.
+// Sentinel errors of the ledger beside its refusals (every *Error matches
+// the errdef class of its Class with errors.Is).
 var (
-	// ErrClaimConflict is the sentinel of ClassClaimConflict.
-	ErrClaimConflict = errors.New(ClassClaimConflict)
-	// ErrSuperseded is the sentinel of ClassSuperseded.
-	ErrSuperseded = errors.New(ClassSuperseded)
-	// ErrForked is the sentinel of ClassForked.
-	ErrForked = errors.New(ClassForked)
-	// ErrBadInput is the sentinel of ClassBadInput; it also matches
-	// errdefs.ErrInvalidArgument.
-	ErrBadInput = fmt.Errorf("%s: %w", ClassBadInput, errdefs.ErrInvalidArgument)
 	// ErrNotFound is returned (wrapped) by Get for a run without a record;
 	// it also matches errdefs.ErrNotFound.
 	ErrNotFound = fmt.Errorf("no ledger record: %w", errdefs.ErrNotFound)
@@ -633,9 +607,9 @@ var (
 // record as found, and why. It matches the sentinel of its Class with
 // errors.Is; use errors.As to read the record.
 type Error struct {
-	// Class is ClassClaimConflict, ClassSuperseded, ClassForked or
-	// ClassBadInput.
-	Class string
+	// Class is the refusal class: errdef.ErrClaimConflict,
+	// errdef.ErrSuperseded, errdef.ErrForked or errdef.ErrBadInput.
+	Class error
 	// Code is the finer reason (ReasonNotHandedOff, …); empty when the
 	// class says all.
 	Code string
@@ -688,35 +662,13 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the sentinel of e's class (nil for an unknown class).
-func (e *Error) Unwrap() error {
-	switch e.Class {
-	case ClassClaimConflict:
-		return ErrClaimConflict
-	case ClassSuperseded:
-		return ErrSuperseded
-	case ClassForked:
-		return ErrForked
-	case ClassBadInput:
-		return ErrBadInput
+// Unwrap returns e's class; a bad-input refusal also matches
+// errdefs.ErrInvalidArgument.
+func (e *Error) Unwrap() []error {
+	if errors.Is(e.Class, errdef.ErrBadInput) {
+		return []error{e.Class, errdefs.ErrInvalidArgument}
 	}
-	return nil
-}
-
-// ClassOf returns the refusal class of err ("" when err is not a ledger
-// refusal).
-func ClassOf(err error) string {
-	switch {
-	case errors.Is(err, ErrClaimConflict):
-		return ClassClaimConflict
-	case errors.Is(err, ErrSuperseded):
-		return ClassSuperseded
-	case errors.Is(err, ErrForked):
-		return ClassForked
-	case errors.Is(err, ErrBadInput):
-		return ClassBadInput
-	}
-	return ""
+	return []error{e.Class}
 }
 
 // CodeOf returns the finer reason of a ledger refusal (Error.Code; "" when

@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -72,7 +73,7 @@ func TestErrorClasses(t *testing.T) {
 	req := ledger.ClaimRequest{Run: "demo-1", Generation: 2, Ref: ref2,
 		Holder: ledger.Holder{Container: ledger.Container{Host: "host-b", Namespace: "ns", ID: "inc-2"}, PID: 9}}
 	_, changed, err := ledger.Apply(&cur, ledger.ClaimOp{ClaimRequest: req}, when)
-	if changed || !errors.Is(err, ledger.ErrClaimConflict) || errors.Is(err, ledger.ErrSuperseded) || ledger.ClassOf(err) != "claim-conflict" {
+	if changed || !errors.Is(err, errdef.ErrClaimConflict) || errors.Is(err, errdef.ErrSuperseded) || !errors.Is(errdef.Class(err), errdef.ErrClaimConflict) {
 		t.Fatalf("claim of a live run: %v", err)
 	}
 	for _, s := range []string{`"demo-1"`, "claim-conflict", `"inc-1"`, `"host-a"`, "fence 3"} {
@@ -91,12 +92,12 @@ func TestErrorClasses(t *testing.T) {
 	if cur.Fence != 3 {
 		t.Fatal("Apply's error shares the current record")
 	}
-	if ledger.ClassSuperseded != "superseded" || ledger.ClassForked != "forked" || ledger.ClassClaimConflict != "claim-conflict" {
+	if errdef.ErrSuperseded.Error() != "superseded" || errdef.ErrForked.Error() != "forked" || errdef.ErrClaimConflict.Error() != "claim-conflict" {
 		t.Fatal("class names differ from the CLI contract")
 	}
 
 	_, _, err = ledger.Apply(nil, ledger.ClaimOp{ClaimRequest: ledger.ClaimRequest{Run: "demo-1", Ref: ref2, Holder: req.Holder}}, when)
-	if !errors.Is(err, ledger.ErrInvalid) || !errdefs.IsInvalidArgument(err) || ledger.ClassOf(err) != "" {
+	if !errors.Is(err, ledger.ErrInvalid) || !errdefs.IsInvalidArgument(err) || errdef.Class(err) != nil {
 		t.Fatalf("generation 0: %v", err)
 	}
 	if !errdefs.IsNotFound(ledger.ErrNotFound) {
@@ -194,7 +195,7 @@ func TestApplyDoesNotModifyTurn3(t *testing.T) {
 		t.Fatalf("claim of a handed-off generation: %v", err)
 	}
 	_, _, err = ledger.Apply(nil, ledger.HandOffRequest{Run: "demo-1", Generation: 1, Ref: ref2, RunUID: uid, To: "h", Host: "h"}, when)
-	if !errors.Is(err, ledger.ErrBadInput) || !errdefs.IsInvalidArgument(err) || ledger.ClassOf(err) != ledger.ClassBadInput {
+	if !errors.Is(err, errdef.ErrBadInput) || !errdefs.IsInvalidArgument(err) || !errors.Is(errdef.Class(err), errdef.ErrBadInput) {
 		t.Fatalf("a handoff to this host: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -48,12 +48,7 @@ const (
 // uncompressedSize (then snapshot.ErrDiffCorrupt is wrapped too). Class
 // "bad-input" (internal/exitcode), which wins over the classes of the
 // errors it wraps.
-var ErrArtifactRefused = errors.New("migration artifact refused")
-
-// ErrSnapshotMissing is wrapped when the rootfs diff a ref records is absent
-// from the content store or has another size, so the run cannot be
-// exported or pushed. Class "snapshot-missing" (internal/exitcode).
-var ErrSnapshotMissing = errors.New("snapshot content missing")
+var ErrArtifactRefused = errdef.New(errdef.ErrBadInput, "migration artifact refused")
 
 func refused(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrArtifactRefused)

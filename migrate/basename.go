@@ -37,10 +37,7 @@ type BaseName struct {
 // re-pointed.
 func nameBase(ctx context.Context, s Store, ref *snapshot.Ref) (*BaseName, error) {
 	b := ref.Base
-	out := &BaseName{Name: b.Name, Target: b.ManifestDigest}
-	if b.IndexDigest != "" {
-		out.Target = b.IndexDigest
-	}
+	out := &BaseName{Name: b.Name, Target: b.Target()}
 	if have, err := s.ImageTarget(ctx, b.Name); err == nil {
 		return existing(out, have), nil
 	} else if !errdefs.IsNotFound(err) {

@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
@@ -49,8 +50,8 @@ type storedArtifact struct {
 //
 // refFile goes through snapshot.OpenRefUnsafe (parse, schema, integrity:
 // the receiving host checks the signature). Errors: the ref's
-// (*snapshot.OpenError); ErrSnapshotMissing when a layer or the spec blob
-// is absent or has another size; snapshot.ErrImageUnresolved when the base platform
+// (*snapshot.OpenError); errdef.ErrSnapshotMissing when a layer or the spec blob
+// is absent or has another size; errdef.ErrImageUnresolved when the base platform
 // manifest is absent; the store's. Each names the digest.
 func storeArtifact(ctx context.Context, s Store, refFile []byte, statement []byte) (*storedArtifact, error) {
 	ref, err := snapshot.OpenRefUnsafe(refFile)
@@ -104,7 +105,7 @@ func storeArtifact(ctx context.Context, s Store, refFile []byte, statement []byt
 }
 
 // payloadPresent checks that every blob of Payload(ref) is in the store
-// with its recorded size (else ErrSnapshotMissing) and returns the base
+// with its recorded size (else errdef.ErrSnapshotMissing) and returns the base
 // manifest's descriptor (baseManifest). Export and Push run it before a
 // handoff too, so a run whose content is not here is not handed off.
 func payloadPresent(ctx context.Context, s host.Content, ref *snapshot.Ref) (ocispec.Descriptor, error) {
@@ -112,24 +113,24 @@ func payloadPresent(ctx context.Context, s host.Content, ref *snapshot.Ref) (oci
 		size, err := s.BlobSize(ctx, d.Digest)
 		switch {
 		case errdefs.IsNotFound(err):
-			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is not in the content store: %w", ref.Run, d.Digest, d.MediaType, ErrSnapshotMissing)
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is not in the content store: %w", ref.Run, d.Digest, d.MediaType, errdef.ErrSnapshotMissing)
 		case err != nil:
 			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s: %w", ref.Run, d.Digest, err)
 		case size != d.Size:
-			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, d.MediaType, size, d.Size, ErrSnapshotMissing)
+			return ocispec.Descriptor{}, fmt.Errorf("run %s: blob %s (%s) is %d bytes in the content store, the ref records %d: %w", ref.Run, d.Digest, d.MediaType, size, d.Size, errdef.ErrSnapshotMissing)
 		}
 	}
 	return baseManifest(ctx, s, ref)
 }
 
 // baseManifest returns the descriptor of the ref's base platform manifest
-// from the store, or an error wrapping snapshot.ErrImageUnresolved.
+// from the store, or an error wrapping errdef.ErrImageUnresolved.
 func baseManifest(ctx context.Context, s host.Content, ref *snapshot.Ref) (ocispec.Descriptor, error) {
 	dg := ref.Base.ManifestDigest
 	data, err := s.ReadBlob(ctx, dg)
 	if errdefs.IsNotFound(err) {
 		return ocispec.Descriptor{}, fmt.Errorf("run %s: base manifest %s (%s) is not in the content store: %w",
-			ref.Run, dg, ref.Base.Name, snapshot.ErrImageUnresolved)
+			ref.Run, dg, ref.Base.Name, errdef.ErrImageUnresolved)
 	}
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("run %s: base manifest: %w", ref.Run, err)
@@ -194,8 +195,8 @@ type ExportResult struct {
 // "export", whose total is the sum of the blob sizes (the tar headers come
 // on top).
 //
-// Errors: the ref's (*snapshot.OpenError); ErrSnapshotMissing when the
-// rootfs diff is absent or has another size; snapshot.ErrImageUnresolved
+// Errors: the ref's (*snapshot.OpenError); errdef.ErrSnapshotMissing when the
+// rootfs diff is absent or has another size; errdef.ErrImageUnresolved
 // when the base manifest is absent, or, with withBase, its config or a
 // layer; write errors.
 func Export(ctx context.Context, s Store, refFile []byte, w io.Writer, withBase bool, opts ...Option) (*ExportResult, error) {
@@ -269,14 +270,14 @@ func ExportFile(ctx context.Context, s Store, refFile []byte, path string, withB
 
 // completeBase returns the descriptor of the base to ship: the index when
 // it and all its children are complete in the store, else the platform
-// manifest, which must be complete (else snapshot.ErrImageUnresolved).
+// manifest, which must be complete (else errdef.ErrImageUnresolved).
 func completeBase(ctx context.Context, s host.Content, ref *snapshot.Ref, manifest ocispec.Descriptor) (ocispec.Descriptor, error) {
 	missing, err := s.MissingContent(ctx, manifest.Digest)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	if len(missing) > 0 {
-		return ocispec.Descriptor{}, fmt.Errorf("run %s: base manifest %s: %d blobs missing (%s): %w", ref.Run, manifest.Digest, len(missing), missing[0], snapshot.ErrImageUnresolved)
+		return ocispec.Descriptor{}, fmt.Errorf("run %s: base manifest %s: %d blobs missing (%s): %w", ref.Run, manifest.Digest, len(missing), missing[0], errdef.ErrImageUnresolved)
 	}
 	if ref.Base.IndexDigest == "" {
 		return manifest, nil

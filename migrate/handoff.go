@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -278,7 +279,7 @@ func checkReceiver(ctx context.Context, r *Receiver, art *Artifact) error {
 	case r == nil || r.Ledger == nil:
 		return fmt.Errorf("run %q: the artifact carries a handoff statement, and no run ledger was given to receive it", st.Run)
 	case st.To != r.Host:
-		return &ledger.Error{Class: ledger.ClassSuperseded, Code: ledger.ReasonHandedOff, Op: "received", Run: st.Run, Generation: st.Generation,
+		return &ledger.Error{Class: errdef.ErrSuperseded, Code: ledger.ReasonHandedOff, Op: "received", Run: st.Run, Generation: st.Generation,
 			Reason: fmt.Sprintf("handed off to %q, not to this host %q (statement of %s from %q); nothing was stored", st.To, r.Host, st.Created, st.From)}
 	}
 	return nil
@@ -288,11 +289,11 @@ func checkReceiver(ctx context.Context, r *Receiver, art *Artifact) error {
 // "Exactly once across hosts": `recall`): the run's handed-off record goes
 // back to suspended, fence + 1. It returns the record before and after.
 // A run that is not handed off, or has no record, is a refusal matching
-// ledger.ErrClaimConflict.
+// errdef.ErrClaimConflict.
 func Recall(ctx context.Context, l ledger.Ledger, run string) (before, after ledger.Record, err error) {
 	before, err = l.Get(ctx, run)
 	if errors.Is(err, ledger.ErrNotFound) {
-		err = &ledger.Error{Class: ledger.ClassClaimConflict, Op: "recalled", Run: run, Reason: "the run has no record here: only a handed-off generation is recalled"}
+		err = &ledger.Error{Class: errdef.ErrClaimConflict, Op: "recalled", Run: run, Reason: "the run has no record here: only a handed-off generation is recalled"}
 	}
 	if err != nil {
 		return before, after, fmt.Errorf("recall run %q: %w", run, err)

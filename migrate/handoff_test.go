@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
@@ -82,10 +83,10 @@ func TestHandoffExportImport(t *testing.T) {
 	if !bytes.Equal(a1, a2) {
 		t.Error("a retried export wrote other bytes")
 	}
-	if _, err := h.export(t, "host-c"); ledger.ClassOf(err) != ledger.ClassClaimConflict {
+	if _, err := h.export(t, "host-c"); !errors.Is(errdef.Class(err), errdef.ErrClaimConflict) {
 		t.Errorf("second handoff to another host: %v, want claim-conflict", err)
 	}
-	if _, err := h.export(t, "host-a"); !errors.Is(err, ledger.ErrSuperseded) && !errors.Is(err, ledger.ErrClaimConflict) && !errors.Is(err, ledger.ErrBadInput) {
+	if _, err := h.export(t, "host-a"); !errors.Is(err, errdef.ErrSuperseded) && !errors.Is(err, errdef.ErrClaimConflict) && !errors.Is(err, errdef.ErrBadInput) {
 		t.Errorf("handoff to this host: %v", err)
 	}
 	// The source refuses the handed-off generation.
@@ -118,7 +119,7 @@ func TestHandoffExportImport(t *testing.T) {
 	// A third host: 9, nothing stored.
 	sc, lc := memhost.New(snapshot.Host{}), lfake.New()
 	_, err = migrate.Import(ctx, sc, bytes.NewReader(a1), h.both, migrate.WithReceiver(&migrate.Receiver{Ledger: lc, Host: "host-c"}))
-	if ledger.ClassOf(err) != ledger.ClassSuperseded || ledger.CodeOf(err) != ledger.ReasonHandedOff {
+	if !errors.Is(errdef.Class(err), errdef.ErrSuperseded) || ledger.CodeOf(err) != ledger.ReasonHandedOff {
 		t.Errorf("import on a third host: %v, want superseded (handed-off)", err)
 	}
 	if sc.Len() != 0 || len(sc.Leases()) != 0 {
@@ -213,7 +214,7 @@ func (m *mapSource) Size(d digest.Digest) (int64, bool) {
 func TestHandoffNeedsTheContent(t *testing.T) {
 	h := newHandoffRun(t)
 	h.store.DeleteBlob(h.ref.Layers[0].Digest)
-	if _, err := h.export(t, "host-b"); !errors.Is(err, migrate.ErrSnapshotMissing) {
+	if _, err := h.export(t, "host-b"); !errors.Is(err, errdef.ErrSnapshotMissing) {
 		t.Fatalf("export --handoff without the diff: %v", err)
 	}
 	if rec, _ := h.la.Get(context.Background(), h.ref.Run); rec.State != ledger.StateSuspended {

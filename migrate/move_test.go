@@ -20,6 +20,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/migrate"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -171,13 +172,13 @@ func TestImportRefusesCorruptDiff(t *testing.T) {
 func TestExportRefusesMissingContent(t *testing.T) {
 	r := newRun(t, nil)
 	r.store.DeleteBlob(r.ref.Layers[0].Digest)
-	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, migrate.ErrSnapshotMissing) {
-		t.Errorf("no diff: %v, want migrate.ErrSnapshotMissing", err)
+	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, errdef.ErrSnapshotMissing) {
+		t.Errorf("no diff: %v, want errdef.ErrSnapshotMissing", err)
 	}
 	r = newRun(t, nil)
 	r.store.DeleteBlob(r.base.Digest)
-	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, snapshot.ErrImageUnresolved) {
-		t.Errorf("no base: %v, want snapshot.ErrImageUnresolved", err)
+	if _, err := migrate.Export(context.Background(), r.store, r.file, io.Discard, false); !errors.Is(err, errdef.ErrImageUnresolved) {
+		t.Errorf("no base: %v, want errdef.ErrImageUnresolved", err)
 	}
 }
 

@@ -12,19 +12,15 @@ import (
 // WithProgress only when its stderr is a terminal. Calls come from the
 // goroutine running the operation, except during Push, where the registry
 // transport may copy blobs concurrently: implementations must be safe for
-// concurrent use.
-type Progress interface {
-	// Phase starts a phase of the operation: what names it (export:
-	// "export"; import: "scan", then "import", then "verify diff"; push:
-	// "push base", then "push"; pull: "pull", then "verify diff", then
-	// "pull base" when the base is fetched) and total is the number of
-	// bytes the phase is expected to move, or -1 when it is not known. The
-	// bytes added may end above total (tar headers, a registry's redirects)
-	// or below it (blobs the registry already has).
-	Phase(what string, total int64)
-	// Add records n more bytes moved in the current phase.
-	Add(n int64)
-}
+// concurrent use. The phases: export: "export"; import: "scan", then
+// "import", then "verify diff"; push: "push base", then "push"; pull:
+// "pull", then "verify diff", then "pull base" when the base is fetched.
+// The bytes added may end above a phase's total (tar headers, a
+// registry's redirects) or below it (blobs the registry already has).
+//
+// It is snapshot.Progress, the one progress type (suspend's diff reports to
+// it too), so one implementation serves both.
+type Progress = snapshot.Progress
 
 // Option configures Export, ExportFile, Import, ImportFile, Push and Pull.
 type Option func(*options)

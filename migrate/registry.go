@@ -15,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -105,8 +106,8 @@ type PushResult struct {
 // GenerationTag(run, generation) (runs by generation). target carries no
 // digest (ParseRemoteRef(s, false)).
 //
-// Errors: the ref's (*snapshot.OpenError); ErrSnapshotMissing;
-// snapshot.ErrImageUnresolved when the base manifest, its config or a
+// Errors: the ref's (*snapshot.OpenError); errdef.ErrSnapshotMissing;
+// errdef.ErrImageUnresolved when the base manifest, its config or a
 // layer is absent; the registry's, naming the reference.
 //
 // With WithHandoff the run is handed over first, as Export does (fault
@@ -408,7 +409,7 @@ func pullBase(ctx context.Context, s Store, reg Registry, lease string, source *
 			return nil, "", err
 		}
 		if len(missing) > 0 {
-			return nil, "", fmt.Errorf("base %s: still missing %s after the fetch: %w", from, missing[0], snapshot.ErrImageUnresolved)
+			return nil, "", fmt.Errorf("base %s: still missing %s after the fetch: %w", from, missing[0], errdef.ErrImageUnresolved)
 		}
 	}
 	data, err := s.ReadBlob(ctx, md)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
@@ -15,7 +16,7 @@ import (
 // pre-scan (ScanArchive, whose refusals wrap ErrArtifactRefused), and the
 // blob must be in it with d's size (the pre-scan checked its digest
 // against its name). A spec the archive does not hold wraps
-// ErrSnapshotMissing; another size wraps snapshot.ErrBlobCorrupt.
+// errdef.ErrSnapshotMissing; another size wraps snapshot.ErrBlobCorrupt.
 func ArchiveSpec(r io.Reader, d snapshot.Descriptor) ([]byte, error) {
 	if err := d.Digest.Validate(); err != nil || d.Digest.Algorithm() != digest.SHA256 {
 		return nil, fmt.Errorf("spec blob %q: not a sha256 digest: %w", d.Digest, snapshot.ErrBlobCorrupt)
@@ -26,7 +27,7 @@ func ArchiveSpec(r io.Reader, d snapshot.Descriptor) ([]byte, error) {
 	}
 	size, ok := a.Blobs[d.Digest]
 	if !ok {
-		return nil, fmt.Errorf("spec blob %s is not in the archive: %w", d.Digest, ErrSnapshotMissing)
+		return nil, fmt.Errorf("spec blob %s is not in the archive: %w", d.Digest, errdef.ErrSnapshotMissing)
 	}
 	if size != d.Size {
 		return nil, fmt.Errorf("spec blob %s: %d bytes in the archive, the ref records %d: %w", d.Digest, size, d.Size, snapshot.ErrBlobCorrupt)

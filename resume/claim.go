@@ -9,20 +9,11 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/faultpoint"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
-
-// RefGeneration returns the generation a verified ref records: its
-// "generation", and 1 for a `/1` ref (docs/design.md "SnapshotRef": `/1`
-// refs resume as generation 1).
-func RefGeneration(ref *snapshot.Ref) uint64 {
-	if ref.IsV1() || ref.Generation == 0 {
-		return 1
-	}
-	return ref.Generation
-}
 
 // RefDigest returns the digest of a ref file's bytes as given: the
 // ledger's ref, the incarnation's ref label (docs/design.md
@@ -55,7 +46,7 @@ type claimCheck struct {
 // given, else DefaultContainerID(run, generation) of the verified ref.
 func (s *state) targetID() string {
 	if s.containerID == "" {
-		s.containerID = DefaultContainerID(s.ref.Run, RefGeneration(s.ref))
+		s.containerID = DefaultContainerID(s.ref.Run, s.ref.Gen())
 	}
 	return s.containerID
 }
@@ -63,12 +54,12 @@ func (s *state) targetID() string {
 // ledgerClass maps a ledger refusal to the verdict's class; ok is false
 // for an error that is not a refusal (a storage error: internal).
 func ledgerClass(err error) (Class, bool) {
-	switch ledger.ClassOf(err) {
-	case ledger.ClassSuperseded:
+	switch c := errdef.Class(err); {
+	case errors.Is(c, errdef.ErrSuperseded):
 		return ClassSuperseded, true
-	case ledger.ClassForked:
+	case errors.Is(c, errdef.ErrForked):
 		return ClassForked, true
-	case ledger.ClassClaimConflict:
+	case errors.Is(c, errdef.ErrClaimConflict):
 		return ClassClaimConflict, true
 	}
 	return "", false
@@ -145,7 +136,7 @@ func (s *state) claim(ctx context.Context) (string, error) {
 	if s.ledger == nil {
 		return "", internal(CheckClaim, errors.New("no run ledger to consult"))
 	}
-	cc := &claimCheck{run: s.ref.Run, gen: RefGeneration(s.ref), ref: RefDigest(s.req.RefFile)}
+	cc := &claimCheck{run: s.ref.Run, gen: s.ref.Gen(), ref: RefDigest(s.req.RefFile)}
 	s.cc = cc
 	cc.target = ledger.Container{Host: s.hostID, Namespace: s.facts.Namespace(), ID: s.targetID()}
 

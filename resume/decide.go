@@ -202,7 +202,7 @@ func (s *state) run(ctx context.Context) *Verdict {
 		v.Drift = []DriftEntry{}
 	}
 	if s.ref != nil {
-		v.Run, v.Generation = s.ref.Run, RefGeneration(s.ref)
+		v.Run, v.Generation = s.ref.Run, s.ref.Gen()
 	}
 	v.SpecDrift = s.specDrift
 	if s.cc != nil {
@@ -568,11 +568,10 @@ func (s *state) imageMetadata() (string, error) {
 	case err != nil:
 		return "", internal(CheckImage, fmt.Errorf("labels of config %s: %w", cfg, err))
 	}
-	label, ok := labels[envmanifest.ImageMetadataLabel]
-	if !ok {
+	rs, found := envmanifest.CheckImageLabelsPolicy(labels, s.ref.Policy)
+	if !found {
 		return "no " + envmanifest.ImageMetadataLabel + " label", nil
 	}
-	rs := envmanifest.CheckImageMetadataPolicy(label, s.ref.Policy)
 	if len(rs) == 0 {
 		return "its " + envmanifest.ImageMetadataLabel + " label passes", nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	lfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
@@ -81,7 +82,7 @@ func TestDiscard(t *testing.T) {
 	if _, err := l.Suspended(ctx, ledger.SuspendRequest{Run: "r", Generation: 1, Ref: digest.FromString("g1"), Container: c, Keep: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := resume.Discard(ctx, l, h, "r", resume.DiscardOptions{}); !errors.Is(err, ledger.ErrClaimConflict) || len(h.containers) != 4 || len(h.leases) != 2 {
+	if _, err := resume.Discard(ctx, l, h, "r", resume.DiscardOptions{}); !errors.Is(err, errdef.ErrClaimConflict) || len(h.containers) != 4 || len(h.leases) != 2 {
 		t.Fatalf("discard of a live run without force: %v; host %v", err, h)
 	}
 	res, err := resume.Discard(ctx, l, h, "r", resume.DiscardOptions{Force: true, Purge: true})

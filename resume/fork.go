@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -183,7 +184,7 @@ func Fork(ctx context.Context, h ForkHost, l ledger.Ledger, req ForkRequest) (*F
 		return nil, fmt.Errorf("%s: hold the base %s under the run lease %s: %w", CheckFork, ref.Base.Name, res.Lease, err)
 	}
 	if res.Record, err = l.Suspended(ctx, op); err != nil {
-		if ledger.ClassOf(err) != "" {
+		if errdef.Class(err) != nil {
 			return nil, refuse(CheckFork, ClassClaimConflict, err)
 		}
 		return nil, fmt.Errorf("%s: record generation 1 of run %q in the ledger: %w", CheckFork, req.Run, err)

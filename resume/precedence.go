@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -33,11 +34,11 @@ func (s *state) precedence(ctx context.Context, v *Verdict, failed string) {
 	if host == "" {
 		host = s.ref.Host.ID
 	}
-	req := ledger.ClaimRequest{Run: s.ref.Run, Generation: RefGeneration(s.ref), Ref: RefDigest(s.req.RefFile),
+	req := ledger.ClaimRequest{Run: s.ref.Run, Generation: s.ref.Gen(), Ref: RefDigest(s.req.RefFile),
 		Holder:   ledger.Holder{Container: ledger.Container{Host: host, Namespace: s.facts.Namespace(), ID: s.targetID()}},
 		TakeOver: s.req.TakeOver, RunUID: s.ref.RunUID, Parent: s.ref.Parent, Ancestors: s.ref.Ancestors, Copy: s.req.Copy}
 	_, _, perr := ledger.Apply(&rec, ledger.ClaimOp{ClaimRequest: req}, time.Now())
-	if ledger.ClassOf(perr) != ledger.ClassSuperseded || ledger.CodeOf(perr) == ledger.ReasonNotHandedOff {
+	if !errors.Is(errdef.Class(perr), errdef.ErrSuperseded) || ledger.CodeOf(perr) == ledger.ReasonNotHandedOff {
 		return
 	}
 	v.Class, v.ExitCode, v.Reason = ClassSuperseded, ClassSuperseded.Code(), ledger.CodeOf(perr)

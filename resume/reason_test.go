@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
@@ -17,7 +18,7 @@ func TestReason(t *testing.T) {
 	if got := resume.Reason(fmt.Errorf("suspend: %w", snapshot.ErrWhiteoutName)); got != exitcode.ReasonWhiteoutName {
 		t.Errorf("whiteout-name: %q", got)
 	}
-	if got := resume.Reason(fmt.Errorf("x: %w", &ledger.Error{Class: ledger.ClassSuperseded, Code: ledger.ReasonNotHandedOff})); got != ledger.ReasonNotHandedOff {
+	if got := resume.Reason(fmt.Errorf("x: %w", &ledger.Error{Class: errdef.ErrSuperseded, Code: ledger.ReasonNotHandedOff})); got != ledger.ReasonNotHandedOff {
 		t.Errorf("ledger code: %q", got)
 	}
 	if got := resume.Reason(fmt.Errorf("plain")); got != "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -192,7 +193,7 @@ func Repin(ctx context.Context, h RepinHost, l ledger.Ledger, req RepinRequest) 
 	}
 	rec, err = l.Repinned(ctx, op)
 	if err != nil {
-		if ledger.ClassOf(err) != "" {
+		if errdef.Class(err) != nil {
 			return nil, refuse(CheckRepin, ClassClaimConflict, err)
 		}
 		return nil, fmt.Errorf("%s: record generation %d of run %q in the ledger: %w", CheckRepin, gen, ref.Run, err)
@@ -221,10 +222,7 @@ func repinnedCore(ref *snapshot.Ref) (envmanifest.Core, error) {
 	if _, ok := named.(reference.Digested); ok {
 		return c, nil
 	}
-	d := ref.Base.IndexDigest
-	if d == "" {
-		d = ref.Base.ManifestDigest
-	}
+	d := ref.Base.Target()
 	pinned, err := reference.WithDigest(named, d)
 	if err != nil {
 		return c, refusef(CheckRepin, ClassBadInput, "/ref/base: digest %q: %v", d, err)

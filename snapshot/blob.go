@@ -1,16 +1,17 @@
 package snapshot
 
 import (
-	"errors"
 	"fmt"
 	"io"
+
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // ErrBlobCorrupt is wrapped by ReadBlob when a stored blob that a verified
 // ref records (its runtime spec) is not the recorded one: another size or
 // another digest. Its class is "snapshot-missing" (internal/exitcode), as
 // ErrDiffCorrupt's.
-var ErrBlobCorrupt = errors.New("recorded blob corrupt")
+var ErrBlobCorrupt = errdef.New(errdef.ErrSnapshotMissing, "recorded blob corrupt")
 
 // ReadBlob reads a stored blob that a verified ref records — its runtime
 // spec (docs/design.md "Resume decision", check 9) — in one pass and

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"errors"
 	"time"
 )
 
@@ -23,11 +22,6 @@ const (
 	// reason.
 	LabelCreated = "io.sandbox-resume.created"
 )
-
-// ErrImageUnresolved is wrapped when an image reference does not resolve
-// through the content store for the host platform, or content of a run's
-// base image is absent. Class "image-unresolved" (internal/exitcode).
-var ErrImageUnresolved = errors.New("image unresolved")
 
 // TaskState is the state of a container's task as host.Containers reports
 // it.

@@ -1,13 +1,11 @@
 package snapshot
 
-import (
-	"context"
-)
-
-// Progress receives the byte progress of a long operation (a rootfs diff
-// while suspend waits for it): the same method set as migrate.Progress, so
-// one implementation (the CLI's progress bar on a terminal's stderr) serves
-// both. The library never prints. Implementations must be safe for
+// Progress receives the byte progress of a long operation: a rootfs diff
+// while suspend waits for it, an export, import, push or pull
+// (migrate.Progress is this type). It is always passed explicitly —
+// suspend's request field, host.Differ's argument, migrate.WithProgress —
+// never through a context, so one implementation (the CLI's progress bar
+// on a terminal's stderr) serves every operation. The library never prints. Implementations must be safe for
 // concurrent use: a host may report from a goroutine of its own.
 type Progress interface {
 	// Phase starts a phase: what names it ("diff" while a layer is being
@@ -27,22 +25,3 @@ func (NoProgress) Phase(string, int64) {}
 
 // Add does nothing.
 func (NoProgress) Add(int64) {}
-
-type progressKey struct{}
-
-// WithProgress returns ctx carrying p: a host's diff operations
-// (host.Differ's CreateDiff and CreateFlatDiff) report the bytes of the
-// layer they write to it. A nil p returns ctx unchanged.
-func WithProgress(ctx context.Context, p Progress) context.Context {
-	if p == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, progressKey{}, p)
-}
-
-// ProgressFrom returns the Progress ctx carries, or nil when it carries
-// none.
-func ProgressFrom(ctx context.Context) Progress {
-	p, _ := ctx.Value(progressKey{}).(Progress)
-	return p
-}

@@ -12,6 +12,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // ErrDiffCorrupt is wrapped by VerifyDiff when a stored rootfs diff blob
@@ -19,7 +21,7 @@ import (
 // a decompression that fails, exceeds uncompressedSize, or hashes to
 // another diffID. Its class is "snapshot-missing" (internal/exitcode);
 // migrate reports it inside a refused artifact.
-var ErrDiffCorrupt = errors.New("rootfs diff corrupt")
+var ErrDiffCorrupt = errdef.New(errdef.ErrSnapshotMissing, "rootfs diff corrupt")
 
 // Blob is a stored blob as VerifyDiff reads it: random access to its bytes
 // and the size in bytes its store reports. containerd's content.ReaderAt

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 )
 
@@ -29,7 +30,7 @@ import (
 // address or pinned flag disagrees with its core (docs/design.md "Resume
 // decision", check 4 "ref-integrity"). Class "tampered"
 // (internal/exitcode).
-var ErrTampered = errors.New("snapshot ref tampered")
+var ErrTampered = errdef.New(errdef.ErrTampered, "snapshot ref tampered")
 
 // refSchemaPrefix is the family of SnapshotRef schema strings; a newer
 // version number than RefSchema's is refused with its own message.

@@ -167,6 +167,16 @@ type Ref struct {
 // IsV1 reports whether r is a RefSchemaV1 ref (no spec, one layer).
 func (r *Ref) IsV1() bool { return r.Schema == RefSchemaV1 }
 
+// Gen returns the generation the ref records: its Generation, and 1 for a
+// `/1` ref, which has no "generation" member (docs/design.md "SnapshotRef":
+// `/1` refs resume as generation 1).
+func (r *Ref) Gen() uint64 {
+	if r.IsV1() || r.Generation == 0 {
+		return 1
+	}
+	return r.Generation
+}
+
 // IsV3 reports whether r is a RefSchemaV3 ref (with RunUID, and Ancestors
 // from generation 2).
 func (r *Ref) IsV3() bool { return r.Schema == RefSchemaV3 }
@@ -191,6 +201,17 @@ type Base struct {
 	ConfigDigest   digest.Digest   `json:"configDigest"`
 	Platform       string          `json:"platform"` // os/arch[/variant]
 	DiffIDs        []digest.Digest `json:"diffIDs"`
+}
+
+// Target is the digest the base's reference resolves to: the image index
+// digest when the reference named an index, else the platform manifest
+// digest. An image record created for the base points at it, and a
+// pinned reference carries it.
+func (b Base) Target() digest.Digest {
+	if b.IndexDigest != "" {
+		return b.IndexDigest
+	}
+	return b.ManifestDigest
 }
 
 // Layer describes one rootfs diff layer: the compressed blob (Digest, Size

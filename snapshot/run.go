@@ -1,16 +1,17 @@
 package snapshot
 
 import (
-	"errors"
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // ErrInvalidRun is wrapped when a run id is not valid (ValidRunID) or,
 // with no run id given, the container id does not make one
 // (DefaultRunID). Class "usage" (internal/exitcode).
-var ErrInvalidRun = errors.New("invalid run id")
+var ErrInvalidRun = errdef.New(errdef.ErrUsage, "invalid run id")
 
 // MaxRunIDLen is the longest run id in bytes (docs/design.md "SnapshotRef": it ends
 // up in lease ids, labels, container ids and OCI tags).

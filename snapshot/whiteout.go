@@ -1,6 +1,6 @@
 package snapshot
 
-import "errors"
+import "github.com/sandbox-resume/sandbox-resume/errdef"
 
 // ErrWhiteoutName is wrapped by a suspend's failure when the container's
 // changes hold a regular file, directory or link whose base name starts
@@ -10,7 +10,7 @@ import "errors"
 // the base image's /etc vanish). Only the differ's own whiteouts and
 // opaque markers may carry the prefix. Class "bad-input", reason
 // "whiteout-name"; the error names the path.
-var ErrWhiteoutName = errors.New("whiteout-name: a file of the container is named like a layer whiteout (.wh.*)")
+var ErrWhiteoutName = errdef.New(errdef.ErrBadInput, "whiteout-name: a file of the container is named like a layer whiteout (.wh.*)")
 
 // WhiteoutPrefix is the prefix of whiteout and opaque-marker names in a
 // layer (the OCI image-spec's layer format).

@@ -15,6 +15,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/strictjson"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
@@ -29,25 +30,25 @@ import (
 // it, or resume stored it after verifying it. what names it in messages;
 // gen, when not 0, is the generation it must be. An absent blob, one with
 // other bytes, one that does not open or that is another run's or
-// generation's wraps ErrSnapshotMissing.
+// generation's wraps errdef.ErrSnapshotMissing.
 func (s *suspension) readRef(ctx context.Context, d digest.Digest, what string, gen uint64) (*snapshot.Ref, []byte, error) {
 	file, err := s.c.ReadBlob(ctx, d)
 	switch {
 	case errdefs.IsNotFound(err), errdefs.IsDataLoss(err):
-		return nil, nil, fmt.Errorf("suspend: run %q: %s, ref blob %s: %v: %w", s.run, what, d, err, ErrSnapshotMissing)
+		return nil, nil, fmt.Errorf("suspend: run %q: %s, ref blob %s: %v: %w", s.run, what, d, err, errdef.ErrSnapshotMissing)
 	case err != nil:
 		return nil, nil, fmt.Errorf("suspend: run %q: read %s, ref blob %s: %w", s.run, what, d, err)
 	}
 	ref, err := snapshot.OpenRefUnsafe(file)
 	if err != nil {
-		return nil, nil, fmt.Errorf("suspend: run %q: %s, ref blob %s: %v: %w", s.run, what, d, err, ErrSnapshotMissing)
+		return nil, nil, fmt.Errorf("suspend: run %q: %s, ref blob %s: %v: %w", s.run, what, d, err, errdef.ErrSnapshotMissing)
 	}
 	if ref.Run != s.run || (gen != 0 && ref.Generation != gen) {
 		want := fmt.Sprintf("run %q", s.run)
 		if gen != 0 {
 			want += fmt.Sprintf(" generation %d", gen)
 		}
-		return nil, nil, fmt.Errorf("suspend: %s, ref blob %s, is run %q generation %d, not %s: %w", what, d, ref.Run, ref.Generation, want, ErrSnapshotMissing)
+		return nil, nil, fmt.Errorf("suspend: %s, ref blob %s, is run %q generation %d, not %s: %w", what, d, ref.Run, ref.Generation, want, errdef.ErrSnapshotMissing)
 	}
 	return ref, file, nil
 }
@@ -68,7 +69,7 @@ func (s *suspension) ancestors(ctx context.Context, rec ledger.Record) error {
 	}
 	d, err := digest.Parse(label)
 	if err != nil {
-		return fmt.Errorf("suspend: container %q: label %s=%q is not a digest: %v: %w", s.ctr.ID, snapshot.LabelRef, label, err, ErrSnapshotMissing)
+		return fmt.Errorf("suspend: container %q: label %s=%q is not a digest: %v: %w", s.ctr.ID, snapshot.LabelRef, label, err, errdef.ErrSnapshotMissing)
 	}
 	var gen uint64
 	if g, err := strconv.ParseUint(s.ctr.Labels[snapshot.LabelGeneration], 10, 64); err == nil {

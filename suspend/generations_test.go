@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
@@ -520,17 +521,17 @@ func TestSuspendLaterRefusals(t *testing.T) {
 		{"parent ref blob gone", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			f.DeleteBlob(g1.RefBlob)
 			return e.req("inc", "")
-		}, suspend.ErrSnapshotMissing},
+		}, errdef.ErrSnapshotMissing},
 		{"parent ref blob corrupt", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			f.CorruptBlob(g1.RefBlob, []byte(`{"other":"bytes"}`))
 			return e.req("inc", "")
-		}, suspend.ErrSnapshotMissing},
+		}, errdef.ErrSnapshotMissing},
 		{"ref label not a digest", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if err := f.SetContainerLabels(ctx, "inc", map[string]string{snapshot.LabelRef: "sha256:nope"}); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
-		}, suspend.ErrSnapshotMissing},
+		}, errdef.ErrSnapshotMissing},
 		{"resumed-from ref blob gone", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			// After a kept-running generation 2 the parent is 2, the
 			// generation resumed from still 1: its blob is read too.
@@ -544,13 +545,13 @@ func TestSuspendLaterRefusals(t *testing.T) {
 			}
 			f.DeleteBlob(g1.RefBlob)
 			return e.req("inc", "")
-		}, suspend.ErrSnapshotMissing},
+		}, errdef.ErrSnapshotMissing},
 		{"resumed-from generation label wrong", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			if err := f.SetContainerLabels(ctx, "inc", map[string]string{snapshot.LabelGeneration: "3"}); err != nil {
 				t.Fatal(err)
 			}
 			return e.req("inc", "")
-		}, suspend.ErrSnapshotMissing},
+		}, errdef.ErrSnapshotMissing},
 		{"policy other than the parent's", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			req := e.req("inc", "")
 			req.Policy, req.PolicySet = []string{"LD_PRELOAD"}, true
@@ -559,7 +560,7 @@ func TestSuspendLaterRefusals(t *testing.T) {
 		{"base content gone", func(t *testing.T, f *memhost.Machine, e env, l *ledgerfake.Ledger, g1 *suspend.Result) suspend.Request {
 			f.DeleteBlob(g1.Ref.Base.ConfigDigest)
 			return e.req("inc", "")
-		}, snapshot.ErrImageUnresolved},
+		}, errdef.ErrImageUnresolved},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, e, l, g1 := laterFixture(t, `{"image":"busybox:1"}`)
@@ -678,7 +679,7 @@ func TestSuspendLaterLedgerOutcomes(t *testing.T) {
 			return inner.Suspended(ctx, req)
 		}}
 		_, err := suspend.Run(ctx, f, l, e.req("inc", ""))
-		if !errors.Is(err, suspend.ErrRunConflict) || !errors.Is(err, ledger.ErrClaimConflict) {
+		if !errors.Is(err, suspend.ErrRunConflict) || !errors.Is(err, errdef.ErrClaimConflict) {
 			t.Fatalf("err = %v", err)
 		}
 		e.noRefFile(t)
@@ -984,7 +985,7 @@ func TestSuspendLaterRerunSameRef(t *testing.T) {
 	}
 	// A refused suspend takes the label away too.
 	l.suspended = func(context.Context, ledger.SuspendRequest) (ledger.Record, error) {
-		return ledger.Record{}, &ledger.Error{Class: ledger.ClassClaimConflict, Op: "suspended", Run: "later", Reason: "test"}
+		return ledger.Record{}, &ledger.Error{Class: errdef.ErrClaimConflict, Op: "suspended", Run: "later", Reason: "test"}
 	}
 	if _, err := suspend.Run(ctx, f, l, req); !errors.Is(err, suspend.ErrRunConflict) {
 		t.Fatalf("err = %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/internal/testimage"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
@@ -69,7 +70,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 				t.Fatalf("err = %v, want an *envmanifest.ImageMetadataError", err)
 			}
 			var re *envmanifest.RefusedError
-			if errors.As(err, &re) || errors.Is(err, suspend.ErrMismatch) || errors.Is(err, snapshot.ErrImageUnresolved) {
+			if errors.As(err, &re) || errors.Is(err, suspend.ErrMismatch) || errors.Is(err, errdef.ErrImageUnresolved) {
 				t.Fatalf("err = %v carries another class", err)
 			}
 			if me.Image != "docker.io/library/meta:1" || me.Config != digest.FromString("meta config") {
@@ -128,7 +129,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 			return nil
 		}
 		e := newEnv(t, `{"image":"meta:1"}`)
-		if _, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("meta-box", "r")); !errors.Is(err, snapshot.ErrImageUnresolved) {
+		if _, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("meta-box", "r")); !errors.Is(err, errdef.ErrImageUnresolved) {
 			t.Fatalf("err = %v, want ErrImageUnresolved", err)
 		}
 		f.Hook = func(op string) error {
@@ -139,7 +140,7 @@ func TestSuspendImageMetadata(t *testing.T) {
 		}
 		_, err := suspend.Run(ctx, f, ledgerfake.New(), e.req("meta-box", "r"))
 		var me *envmanifest.ImageMetadataError
-		if err == nil || errors.Is(err, snapshot.ErrImageUnresolved) || errors.As(err, &me) || !errdefs.IsUnavailable(err) {
+		if err == nil || errors.Is(err, errdef.ErrImageUnresolved) || errors.As(err, &me) || !errdefs.IsUnavailable(err) {
 			t.Fatalf("err = %v, want the daemon's error", err)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
@@ -81,7 +82,7 @@ func TestSuspendMemoryRefused(t *testing.T) {
 
 	f.SetUndumpable("Box-1", "")
 	refuse := &testLedger{Ledger: l, suspended: func(context.Context, ledger.SuspendRequest) (ledger.Record, error) {
-		return ledger.Record{}, &ledger.Error{Class: ledger.ClassClaimConflict, Op: "suspended", Run: "box-1", Reason: "test"}
+		return ledger.Record{}, &ledger.Error{Class: errdef.ErrClaimConflict, Op: "suspended", Run: "box-1", Reason: "test"}
 	}}
 	if _, err := suspend.Run(ctx, f, refuse, req); !errors.Is(err, suspend.ErrRunConflict) {
 		t.Fatalf("refused Suspended: %v, want ErrRunConflict", err)

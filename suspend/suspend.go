@@ -14,12 +14,13 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// Errors of Run, beside snapshot.ErrImageUnresolved (the image does not
+// Errors of Run, beside errdef.ErrImageUnresolved (the image does not
 // resolve, or the content of a run's base image is absent),
 // snapshot.ErrInvalidRun (the run id is not valid, or the container id
 // does not make one) and the ledger's refusals (which also match
@@ -35,11 +36,11 @@ var (
 	// generation's, or the snapshot's parent is not the chain of the base
 	// and the layers of the generation the container was resumed from.
 	// Class "manifest-mismatch".
-	ErrMismatch = errors.New("the declaration does not describe the container")
+	ErrMismatch = errdef.New(errdef.ErrMismatch, "the declaration does not describe the container")
 	// ErrContainerNotFound: no container with that id in the namespace.
 	// Class "bad-input" (a container that does not exist is refused
 	// input).
-	ErrContainerNotFound = errors.New("container not found")
+	ErrContainerNotFound = errdef.New(errdef.ErrBadInput, "container not found")
 	// ErrRunConflict: the run id is taken (the ledger has a record of it, a
 	// tombstone included, or its run lease was made for another
 	// container), the container carries a fence label but does not hold
@@ -47,25 +48,19 @@ var (
 	// fenced out), the ledger refused to record the generation, or the
 	// container's interrupted suspend is not this run's to finish.
 	// Class "claim-conflict".
-	ErrRunConflict = errors.New("the run is taken or held by another container")
+	ErrRunConflict = errdef.New(errdef.ErrClaimConflict, "the run is taken or held by another container")
 	// ErrAlreadySuspended: the container carries the suspended label: a
 	// suspend already stopped it (docs/design.md "Suspend", step 2). Class
 	// "claim-conflict".
-	ErrAlreadySuspended = errors.New("container already suspended")
+	ErrAlreadySuspended = errdef.New(errdef.ErrClaimConflict, "container already suspended")
 	// ErrRunMismatch: the run id asked for is not the run the container is
 	// labelled with. Class "bad-input".
-	ErrRunMismatch = errors.New("run id is not the container's run")
+	ErrRunMismatch = errdef.New(errdef.ErrBadInput, "run id is not the container's run")
 	// ErrPolicyMismatch: at a later generation, the reserved-environment
 	// list asked for is not the one the parent generation recorded (a
 	// running run's policy never changes; docs/design.md "Suspend", step
 	// 1). Class "bad-input".
-	ErrPolicyMismatch = errors.New("reserved-environment policy is not the run's")
-	// ErrSnapshotMissing: a ref blob suspend must read is absent from the
-	// content store, has another digest, or is not the generation it must
-	// be: the parent generation's (the ledger's ref), the generation an
-	// incarnation was resumed from (its ref label), or the recorded
-	// generation a rerun must write out. Class "snapshot-missing".
-	ErrSnapshotMissing = errors.New("recorded ref blob missing")
+	ErrPolicyMismatch = errdef.New(errdef.ErrBadInput, "reserved-environment policy is not the run's")
 	// ErrOutcomeUnknown: the ledger did not answer whether the generation
 	// was recorded, not even when read back. The task is left paused and
 	// the container labelled suspending, so that a rerun decides
@@ -219,7 +214,7 @@ type Result struct {
 //     holder and fence F, else ErrRunConflict before anything is paused;
 //     it writes generation G = the record's generation + 1, whose parent
 //     is the record's ref, read from the content store (bytes re-hashed;
-//     absent or different: ErrSnapshotMissing); an incarnation's
+//     absent or different: errdef.ErrSnapshotMissing); an incarnation's
 //     snapshot.LabelRef names the generation it was resumed from, read
 //     the same way. Any other container writes generation 1 of the run,
 //     whose id must be free in the ledger (no record, or a purged one;
@@ -232,7 +227,7 @@ type Result struct {
 //     generation 1: the container's snapshot's parent is identity.ChainID
 //     of the diffIDs of the image the manifest's reference resolves to
 //     for the host platform (an image that does not resolve is
-//     snapshot.ErrImageUnresolved), a digest in the reference is that
+//     errdef.ErrImageUnresolved), a digest in the reference is that
 //     image's index or manifest digest, every containerEnv entry whose
 //     value holds no "${" is in the spec's process.env with that value
 //     (and no other value), and every declared mount target is the
@@ -249,7 +244,7 @@ type Result struct {
 //     a rerun finds it and keeps its creation time, and a lease made for
 //     another container is ErrRunConflict; a later generation finds it)
 //     and hold the base image's content in it (absent content:
-//     snapshot.ErrImageUnresolved); every later write is under it;
+//     errdef.ErrImageUnresolved); every later write is under it;
 //  5. label the container snapshot.LabelSuspending = G (and LabelRun; at a
 //     later generation also snapshot.LabelCreated, the ref's creation time,
 //     and over a /1 or /2 parent snapshot.LabelRunUID, the run UID this
@@ -292,7 +287,7 @@ type Result struct {
 // ledger's record is at generation G and its SuspendedBy is this container
 // (host, namespace, id, creation time, fence) at G, Run writes the
 // recorded ref blob (read by the record's digest: absent or different is
-// ErrSnapshotMissing) to Out and takes no new diff, finishing as that
+// errdef.ErrSnapshotMissing) to Out and takes no new diff, finishing as that
 // ref's keptRunning says, whatever KeepRunning is: stop the task (then
 // release, delete or label as above); or resume it, but only while the
 // record is live with this container as holder and its fence (else
@@ -335,7 +330,7 @@ func Run(ctx context.Context, c Host, l ledger.Ledger, req Request) (*Result, er
 	if s.policy == nil {
 		s.policy = []string{}
 	}
-	return s.suspend(snapshot.WithProgress(ctx, req.Progress))
+	return s.suspend(ctx)
 }
 
 // suspension is one call of Run.
@@ -477,7 +472,7 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		base, err = s.c.ResolveImage(ctx, m.Core.Image)
 		if err != nil {
 			if errdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("suspend: image %s: %v: %w", m.Core.Image, err, snapshot.ErrImageUnresolved)
+				return nil, fmt.Errorf("suspend: image %s: %v: %w", m.Core.Image, err, errdef.ErrImageUnresolved)
 			}
 			return nil, fmt.Errorf("suspend: resolve image %s: %w", m.Core.Image, err)
 		}
@@ -623,7 +618,7 @@ func (s *suspension) diff(ctx context.Context, base snapshot.Base) ([]snapshot.L
 		p.Phase("diff", -1)
 	}
 	if len(below) > 0 && (s.req.Flatten || len(below)+1 > snapshot.MaxLayers) {
-		layer, err := s.c.CreateFlatDiff(ctx, s.res.Lease, s.ctr, base.DiffIDs)
+		layer, err := s.c.CreateFlatDiff(ctx, s.res.Lease, s.ctr, base.DiffIDs, s.req.Progress)
 		if err != nil {
 			return nil, fmt.Errorf("suspend: flattened diff of container %q (snapshot %s/%s against base %s): %w",
 				s.ctr.ID, s.ctr.Snapshotter, s.ctr.SnapshotKey, base.ManifestDigest, err)
@@ -631,7 +626,7 @@ func (s *suspension) diff(ctx context.Context, base snapshot.Base) ([]snapshot.L
 		s.res.Flattened = true
 		return []snapshot.Layer{layer}, nil
 	}
-	layer, err := s.c.CreateDiff(ctx, s.res.Lease, s.ctr)
+	layer, err := s.c.CreateDiff(ctx, s.res.Lease, s.ctr, s.req.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("suspend: diff of container %q (snapshot %s/%s): %w", s.ctr.ID, s.ctr.Snapshotter, s.ctr.SnapshotKey, err)
 	}
@@ -775,7 +770,7 @@ func (s *suspension) lease(ctx context.Context, base snapshot.Base) (string, err
 	}
 	if err := s.c.HoldBase(ctx, id, base); err != nil {
 		if s.gen > 1 && errdefs.IsNotFound(err) {
-			return "", fmt.Errorf("suspend: run %q: hold base image %s (manifest %s) in lease %s: %v: %w", s.run, base.Name, base.ManifestDigest, id, err, snapshot.ErrImageUnresolved)
+			return "", fmt.Errorf("suspend: run %q: hold base image %s (manifest %s) in lease %s: %v: %w", s.run, base.Name, base.ManifestDigest, id, err, errdef.ErrImageUnresolved)
 		}
 		return "", fmt.Errorf("suspend: hold base image %s in lease %s: %w", base.ManifestDigest, id, err)
 	}
@@ -830,7 +825,7 @@ func (s *suspension) record(ctx context.Context, ref digest.Digest) (ledger.Reco
 	if err == nil {
 		return rec, nil
 	}
-	if ledger.ClassOf(err) != "" {
+	if errdef.Class(err) != nil {
 		return ledger.Record{}, fmt.Errorf("suspend: %w: %w", err, ErrRunConflict)
 	}
 	back, gerr := s.l.Get(context.WithoutCancel(ctx), s.run)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envelope"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/host/memhost"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	ledgerfake "github.com/sandbox-resume/sandbox-resume/ledger/fake"
@@ -123,8 +124,8 @@ func TestSuspendRefusals(t *testing.T) {
 		want                         error
 	}{
 		{"other image", `{"image":"busybox:1"}`, "alp", "r", suspend.ErrMismatch},
-		{"unresolvable image", `{"image":"debian:12"}`, "Box-1", "r", snapshot.ErrImageUnresolved},
-		{"digest not the image's", `{"image":"busybox:1@` + digest.FromString("x").String() + `"}`, "Box-1", "r", snapshot.ErrImageUnresolved},
+		{"unresolvable image", `{"image":"debian:12"}`, "Box-1", "r", errdef.ErrImageUnresolved},
+		{"digest not the image's", `{"image":"busybox:1@` + digest.FromString("x").String() + `"}`, "Box-1", "r", errdef.ErrImageUnresolved},
 		{"no container", `{"image":"busybox:1"}`, "nope", "r", suspend.ErrContainerNotFound},
 		{"bad run", `{"image":"busybox:1"}`, "Box-1", "Bad_", snapshot.ErrInvalidRun},
 		{"no default run", `{"image":"busybox:1"}`, "Box-1", "", nil},
@@ -424,7 +425,7 @@ func TestSuspendLedgerOutcomes(t *testing.T) {
 		}
 		_, err := suspend.Run(ctx, f, l, e.req("Box-1", "r"))
 		var le *ledger.Error
-		if !errors.Is(err, suspend.ErrRunConflict) || !errors.As(err, &le) || le.Class != ledger.ClassClaimConflict {
+		if !errors.Is(err, suspend.ErrRunConflict) || !errors.As(err, &le) || !errors.Is(le.Class, errdef.ErrClaimConflict) {
 			t.Fatalf("err = %v, want a claim-conflict refusal", err)
 		}
 		notRecorded(t, f, e, inner)
@@ -452,7 +453,7 @@ func TestSuspendLedgerOutcomes(t *testing.T) {
 			mustSuspend(t, inner, req.Run, ledger.Container{Host: "host-b", Namespace: "ns", ID: "racer"})
 			return inner.Suspended(ctx, req)
 		}
-		if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); !errors.Is(err, ledger.ErrClaimConflict) {
+		if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); !errors.Is(err, errdef.ErrClaimConflict) {
 			t.Fatalf("err = %v, want a claim-conflict refusal", err)
 		}
 		// The paused task was this run's suspend's: it runs again.
@@ -828,12 +829,12 @@ func TestSuspendRerunNotOurs(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.DeleteBlob(rec.Ref)
-		if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); !errors.Is(err, suspend.ErrSnapshotMissing) {
-			t.Fatalf("err = %v, want ErrSnapshotMissing", err)
+		if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); !errors.Is(err, errdef.ErrSnapshotMissing) {
+			t.Fatalf("err = %v, want errdef.ErrSnapshotMissing", err)
 		}
 		f.CorruptBlob(rec.Ref, []byte("not the ref"))
-		if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); !errors.Is(err, suspend.ErrSnapshotMissing) {
-			t.Fatalf("corrupt: err = %v, want ErrSnapshotMissing", err)
+		if _, err := suspend.Run(ctx, f, l, e.req("Box-1", "r")); !errors.Is(err, errdef.ErrSnapshotMissing) {
+			t.Fatalf("corrupt: err = %v, want errdef.ErrSnapshotMissing", err)
 		}
 		leftAsFound(t, f, e)
 	})

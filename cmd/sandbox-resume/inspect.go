@@ -154,14 +154,11 @@ func openRefError(path string, err error) error {
 func inspectOf(data []byte, ref *snapshot.Ref, verified bool) inspectOutput {
 	p := ref.Provenance()
 	out := inspectOutput{
-		Ref: digest.FromBytes(data), Schema: ref.Schema, Run: ref.Run, Generation: ref.Generation, Parent: ref.Parent,
+		Ref: digest.FromBytes(data), Schema: ref.Schema, Run: ref.Run, Generation: ref.Gen(), Parent: ref.Parent,
 		Manifest: ref.Manifest, Pinned: ref.Pinned, Layers: ref.Layers, Spec: ref.Spec, Base: ref.Base, Host: ref.Host,
 		Fence: ref.Fence, KeptRunning: ref.KeptRunning, Created: ref.Created,
 		RunUID: ref.RunUID, AncestorCount: len(ref.Ancestors), RepinnedFrom: ref.RepinnedFrom, ForkedFrom: ref.ForkedFrom,
 		Signatures: p.Signatures, Verified: verified, SignedBy: p.SignedBy,
-	}
-	if out.Generation == 0 {
-		out.Generation = 1 // a /1 ref
 	}
 	if out.Layers == nil {
 		out.Layers = []snapshot.Layer{}

@@ -5,9 +5,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/spf13/cobra"
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,11 +27,8 @@ var checkImageMetadata = func(ctx context.Context, rt Runtime, base snapshot.Bas
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", base.Name, err)
 	}
-	label, ok := labels[envmanifest.ImageMetadataLabel]
-	if !ok {
-		return nil, nil
-	}
-	return envmanifest.CheckImageMetadata(label), nil
+	rs, _ := envmanifest.CheckImageLabels(labels)
+	return rs, nil
 }
 
 // lintOutput is the `lint --output json` object: the report, and "error"
@@ -124,9 +120,6 @@ for a hand edit).`,
 			} else {
 				res, err = adopt.LintFile(s.ctx, args[0], opts)
 			}
-			if errors.Is(err, adopt.ErrImageUnresolved) {
-				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
-			}
 			if err != nil {
 				return nil, err
 			}
@@ -157,10 +150,7 @@ func inspectImage(rt Runtime) adopt.ImageInspector {
 		if err != nil {
 			return nil, err
 		}
-		rep := &adopt.ImageReport{Reference: base.Name, Digest: base.ManifestDigest}
-		if base.IndexDigest != "" {
-			rep.Digest = base.IndexDigest
-		}
+		rep := &adopt.ImageReport{Reference: base.Name, Digest: base.Target()}
 		if checkImageMetadata != nil {
 			rep.Metadata, err = checkImageMetadata(ctx, rt, base)
 			if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
 	"github.com/sandbox-resume/sandbox-resume/envmanifest/adopt"
-	"github.com/sandbox-resume/sandbox-resume/internal/exitcode"
 )
 
 // pinOutput is the `pin --output json` object (docs/design.md "CLI
@@ -70,17 +68,11 @@ digest yet.`,
 				if err != nil {
 					return "", err
 				}
-				if base.IndexDigest != "" {
-					return base.IndexDigest, nil
-				}
-				return base.ManifestDigest, nil
+				return base.Target(), nil
 			}
 			res, err := adopt.PinFile(s.ctx, args[0], adopt.PinOptions{
 				Options: envmanifest.Options{Lockfile: lockfile, Reserved: reserved}, Write: write, Resolve: resolve,
 			})
-			if errors.Is(err, adopt.ErrImageUnresolved) {
-				return nil, &exitError{class: exitcode.ClassImageUnresolved, err: err}
-			}
 			if err != nil {
 				return nil, err
 			}

@@ -2,7 +2,6 @@ package adopt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,17 +10,13 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/atomicfile"
 	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
 // maxFixRounds bounds the rounds of lint --fix (see Lint).
 const maxFixRounds = 4
-
-// ErrImageUnresolved is wrapped by Lint and Pin when the manifest's image
-// reference does not resolve through the content store (docs/design.md
-// "Adoption": exit 5, class "image-unresolved").
-var ErrImageUnresolved = errors.New("image unresolved")
 
 // LintRefusal is one refusal with lint's advice (docs/design.md
 // "Adoption"): the refusal (pointer, class, message), the property of
@@ -147,7 +142,7 @@ func LintFile(ctx context.Context, path string, opts LintOptions) (*LintResult, 
 // comments and layout of the rest, and rewrites opts.Path.
 //
 // Refusals are results, not errors. Errors: one wrapping
-// ErrImageUnresolved when the image does not resolve (nothing is written);
+// errdef.ErrImageUnresolved when the image does not resolve (nothing is written);
 // the inspector's other errors; a lockfile that cannot be read; with Fix, a
 // document the JSONC patcher cannot parse, Fix without a path, or the
 // write's failure (each names the file).
@@ -167,7 +162,7 @@ func Lint(ctx context.Context, data []byte, opts LintOptions) (*LintResult, erro
 		rep, err := opts.Image(ctx, parts.Manifest.Core.Image)
 		if err != nil {
 			if errdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("%s: image %s: %w: %w", src, parts.Manifest.Core.Image, ErrImageUnresolved, err)
+				return nil, fmt.Errorf("%s: image %s: %w: %w", src, parts.Manifest.Core.Image, errdef.ErrImageUnresolved, err)
 			}
 			return nil, fmt.Errorf("%s: image %s: %w", src, parts.Manifest.Core.Image, err)
 		}

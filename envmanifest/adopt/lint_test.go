@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // TestAdviceTable checks the table itself: one row per key, every
@@ -546,12 +547,12 @@ func TestLintImage(t *testing.T) {
 	missing := func(context.Context, string) (*ImageReport, error) {
 		return nil, fmt.Errorf("image %q: %w", "x", errdefs.ErrNotFound)
 	}
-	if _, err := Lint(context.Background(), doc, LintOptions{Image: missing}); !errors.Is(err, ErrImageUnresolved) {
-		t.Errorf("unresolved image: %v, want ErrImageUnresolved", err)
+	if _, err := Lint(context.Background(), doc, LintOptions{Image: missing}); !errors.Is(err, errdef.ErrImageUnresolved) {
+		t.Errorf("unresolved image: %v, want errdef.ErrImageUnresolved", err)
 	}
 	down := func(context.Context, string) (*ImageReport, error) { return nil, errdefs.ErrUnavailable }
-	if _, err := Lint(context.Background(), doc, LintOptions{Image: down}); err == nil || errors.Is(err, ErrImageUnresolved) {
-		t.Errorf("daemon down: %v, want an error that is not ErrImageUnresolved", err)
+	if _, err := Lint(context.Background(), doc, LintOptions{Image: down}); err == nil || errors.Is(err, errdef.ErrImageUnresolved) {
+		t.Errorf("daemon down: %v, want an error that is not errdef.ErrImageUnresolved", err)
 	}
 	// No valid image: the inspector is not asked.
 	asked = ""

@@ -12,6 +12,7 @@ import (
 	"github.com/tailscale/hujson"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/inputfile"
 )
 
@@ -82,7 +83,7 @@ func PinFile(ctx context.Context, path string, opts PinOptions) (*PinResult, err
 // Errors: a *RefusedError when data does not ingest, or when a feature
 // cannot be pinned (class "lockfile": no lockfile entry; "invalid-value":
 // a tarball or local feature), naming each at its pointer; one wrapping
-// ErrImageUnresolved when the name does not resolve; the resolver's other
+// errdef.ErrImageUnresolved when the name does not resolve; the resolver's other
 // errors; the write's failure (naming the file).
 func Pin(ctx context.Context, data []byte, opts PinOptions) (*PinResult, error) {
 	src := opts.Path
@@ -101,7 +102,7 @@ func Pin(ctx context.Context, data []byte, opts PinOptions) (*PinResult, error) 
 		dg, err = opts.Resolve(ctx, m.Core.Image)
 		if err != nil {
 			if errdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("%s: image %s: %w: %w", src, m.Core.Image, ErrImageUnresolved, err)
+				return nil, fmt.Errorf("%s: image %s: %w: %w", src, m.Core.Image, errdef.ErrImageUnresolved, err)
 			}
 			return nil, fmt.Errorf("%s: image %s: %w", src, m.Core.Image, err)
 		}

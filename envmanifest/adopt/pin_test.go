@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/sandbox-resume/sandbox-resume/envmanifest"
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 )
 
 // goImageDigest is what TestPinGolden's resolver answers for the go
@@ -200,11 +201,11 @@ func TestPinImage(t *testing.T) {
 	notFound := func(context.Context, string) (digest.Digest, error) {
 		return "", fmt.Errorf("image: %w", errdefs.ErrNotFound)
 	}
-	if _, err := Pin(ctx, []byte(`{"image": "debian:12"}`), PinOptions{Resolve: notFound}); !errors.Is(err, ErrImageUnresolved) {
-		t.Errorf("unresolved: %v, want ErrImageUnresolved", err)
+	if _, err := Pin(ctx, []byte(`{"image": "debian:12"}`), PinOptions{Resolve: notFound}); !errors.Is(err, errdef.ErrImageUnresolved) {
+		t.Errorf("unresolved: %v, want errdef.ErrImageUnresolved", err)
 	}
 	down := func(context.Context, string) (digest.Digest, error) { return "", errdefs.ErrUnavailable }
-	if _, err := Pin(ctx, []byte(`{"image": "debian:12"}`), PinOptions{Resolve: down}); err == nil || errors.Is(err, ErrImageUnresolved) {
+	if _, err := Pin(ctx, []byte(`{"image": "debian:12"}`), PinOptions{Resolve: down}); err == nil || errors.Is(err, errdef.ErrImageUnresolved) {
 		t.Errorf("daemon down: %v", err)
 	}
 	bad := func(context.Context, string) (digest.Digest, error) {

@@ -90,7 +90,7 @@ func testCommitChain(t *testing.T, f CaptureFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c)
+	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func testPauseDiffStop(t *testing.T, f CaptureFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c)
+	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func testPauseDiffStop(t *testing.T, f CaptureFixture) {
 		t.Fatalf("after the diff the snapshot is %q (err %v), want active", kind, err)
 	}
 	// Deterministic: a second diff of the same paused snapshot is the same.
-	d2, err := f.Host.CreateDiff(ctx, f.LeaseID, c)
+	d2, err := f.Host.CreateDiff(ctx, f.LeaseID, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,11 +470,11 @@ func testFlatDiff(t *testing.T, f CaptureFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c)
+	d, err := f.Host.CreateDiff(ctx, f.LeaseID, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	flat, err := f.Host.CreateFlatDiff(ctx, f.LeaseID, c, base.DiffIDs)
+	flat, err := f.Host.CreateFlatDiff(ctx, f.LeaseID, c, base.DiffIDs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func testFlatDiff(t *testing.T, f CaptureFixture) {
 		t.Fatalf("after the flattened diff the snapshot is %q (err %v), want active", kind, err)
 	}
 	absent := append(slices.Clone(base.DiffIDs), digest.FromString("absent layer "+f.LeaseID))
-	if _, err := f.Host.CreateFlatDiff(ctx, f.LeaseID, c, absent); !errdefs.IsNotFound(err) {
+	if _, err := f.Host.CreateFlatDiff(ctx, f.LeaseID, c, absent, nil); !errdefs.IsNotFound(err) {
 		t.Fatalf("flattening against an absent chain: err = %v, want NotFound", err)
 	}
 	if err := f.Host.ResumeTask(ctx, f.Container); err != nil {

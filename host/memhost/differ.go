@@ -25,9 +25,8 @@ import (
 // CreateDiff implements host.Differ: a zstd tar of the container's
 // files that differ from Lower (all of them for a container without
 // Layers), and a whiteout for each file of Lower that is gone, stored under
-// the lease. A snapshot.Progress in ctx gets phase-less Adds of the blob's
-// size.
-func (h *Machine) CreateDiff(ctx context.Context, leaseID string, sc snapshot.Container) (snapshot.Layer, error) {
+// the lease. p (nil: none) gets phase-less Adds of the blob's size.
+func (h *Machine) CreateDiff(ctx context.Context, leaseID string, sc snapshot.Container, p snapshot.Progress) (snapshot.Layer, error) {
 	if err := h.enter(ctx, OpCreateDiff); err != nil {
 		return snapshot.Layer{}, err
 	}
@@ -36,14 +35,14 @@ func (h *Machine) CreateDiff(ctx context.Context, leaseID string, sc snapshot.Co
 	if err != nil {
 		return snapshot.Layer{}, err
 	}
-	return h.storeDiff(ctx, leaseID, c.Lower, c.Files)
+	return h.storeDiff(ctx, leaseID, c.Lower, c.Files, p)
 }
 
 // CreateFlatDiff implements host.Differ: every file of the
 // container (the image has none), stored under the lease. base must be the
 // diffIDs of an image of the host (the only chains it has), else the error
 // wraps errdefs.ErrNotFound.
-func (h *Machine) CreateFlatDiff(ctx context.Context, leaseID string, sc snapshot.Container, base []digest.Digest) (snapshot.Layer, error) {
+func (h *Machine) CreateFlatDiff(ctx context.Context, leaseID string, sc snapshot.Container, base []digest.Digest, p snapshot.Progress) (snapshot.Layer, error) {
 	if err := h.enter(ctx, OpCreateFlatDiff); err != nil {
 		return snapshot.Layer{}, err
 	}
@@ -59,7 +58,7 @@ func (h *Machine) CreateFlatDiff(ctx context.Context, leaseID string, sc snapsho
 		}
 		return snapshot.Layer{}, fmt.Errorf("chain snapshot %q: %w", chain, errdefs.ErrNotFound)
 	}
-	return h.storeDiff(ctx, leaseID, nil, c.Files)
+	return h.storeDiff(ctx, leaseID, nil, c.Files, p)
 }
 
 // whiteoutPrefix marks a deleted file in an OCI layer (AUFS whiteout).
@@ -67,7 +66,7 @@ const whiteoutPrefix = ".wh."
 
 // storeDiff stores the layer that turns lower into files under the lease.
 // h.mu is held.
-func (h *Machine) storeDiff(ctx context.Context, leaseID string, lower, files map[string][]byte) (snapshot.Layer, error) {
+func (h *Machine) storeDiff(ctx context.Context, leaseID string, lower, files map[string][]byte, p snapshot.Progress) (snapshot.Layer, error) {
 	l, ok := h.leases[leaseID]
 	if !ok {
 		return snapshot.Layer{}, fmt.Errorf("lease %s: %w", leaseID, errdefs.ErrNotFound)
@@ -103,7 +102,7 @@ func (h *Machine) storeDiff(ctx context.Context, leaseID string, lower, files ma
 		return snapshot.Layer{}, err
 	}
 	blob := enc.EncodeAll(raw.Bytes(), nil)
-	if p := snapshot.ProgressFrom(ctx); p != nil {
+	if p != nil {
 		p.Add(int64(len(blob)))
 	}
 	d := digest.FromBytes(blob)

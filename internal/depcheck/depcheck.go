@@ -5,8 +5,10 @@
 // bbolt, cobra, oras, grpc, zap), what adapters may not import, that
 // fakes, suites and the testkit stay in tests and examples, that the
 // binary links none of them and no "testing", and that nothing outside
-// test/ imports test/. Its test runs the check on this module as it is,
-// and with forbidden imports planted through go list's -overlay.
+// test/ imports test/; and (CheckExported) that exported signatures of
+// the non-internal packages carry no internal/ types. Its test runs the
+// checks on this module as it is, and with forbidden imports and exported
+// identifiers planted (through go list's -overlay, or beside the sources).
 package depcheck
 
 import (

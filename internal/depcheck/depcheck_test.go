@@ -120,3 +120,90 @@ func TestTestSupport(t *testing.T) {
 		}
 	}
 }
+
+// TestExportedSignatures: no exported identifier of a non-internal
+// package carries an internal/ type, beside ExportedExceptions — each of
+// which must still occur, so the list only shrinks.
+func TestExportedSignatures(t *testing.T) {
+	srcs, err := LoadSources(moduleDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcs) < 15 {
+		t.Fatalf("%d packages loaded: the check would prove nothing", len(srcs))
+	}
+	vs, err := CheckExported(srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, v := range vs {
+		k := ExceptionKey(v)
+		if _, ok := ExportedExceptions[k]; ok {
+			seen[k] = true
+			continue
+		}
+		t.Error(v)
+	}
+	for k := range ExportedExceptions {
+		if !seen[k] {
+			t.Errorf("exception %q no longer occurs: remove it from ExportedExceptions", k)
+		}
+	}
+}
+
+// TestPlantedExportedSignatures plants exported identifiers carrying an
+// internal/ type into a real package's sources (envmanifest, as on disk)
+// and checks that each is found, and that unexported ones are not.
+func TestPlantedExportedSignatures(t *testing.T) {
+	srcs, err := LoadSources(moduleDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env *Source
+	for i := range srcs {
+		if srcs[i].ImportPath == Module+"/envmanifest" {
+			env = &srcs[i]
+		}
+	}
+	if env == nil {
+		t.Fatal("envmanifest not loaded")
+	}
+	const head = "package envmanifest\n\nimport sj \"" + Module + "/internal/strictjson\"\n\n"
+	for _, tc := range []struct {
+		name, src, ident string // ident "" wants none
+	}{
+		{"a function parameter", "func PlantedParse(n *sj.Node) error { return nil }\n", "PlantedParse"},
+		{"a result", "func PlantedNode() []*sj.Error { return nil }\n", "PlantedNode"},
+		{"a struct field", "type PlantedDoc struct {\n\tInner *sj.Node\n}\n", "PlantedDoc.Inner"},
+		{"an embedded field", "type PlantedWrap struct {\n\t*sj.Node\n}\n", "PlantedWrap"},
+		{"an alias", "type PlantedKind = sj.ErrorKind\n", "PlantedKind"},
+		{"a method", "type PlantedT struct{}\n\nfunc (PlantedT) Node() *sj.Node { return nil }\n", "PlantedT.Node"},
+		{"an interface method", "type PlantedI interface {\n\tNode() *sj.Node\n}\n", "PlantedI.Node"},
+		{"a variable", "var PlantedV *sj.Node\n", "PlantedV"},
+		{"unexported only", "type plantedT struct {\n\tn *sj.Node\n}\n\nfunc plantedF(n *sj.Node) {}\n\ntype PlantedOK struct {\n\tn *sj.Node\n}\n\nfunc PlantedBody() { var n *sj.Node; _ = n }\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string][]byte{"zz_planted.go": []byte(head + tc.src)}
+			for n, b := range env.Files {
+				files[n] = b
+			}
+			vs, err := CheckExported([]Source{{ImportPath: env.ImportPath, Files: files}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := 0
+			for _, v := range vs {
+				if strings.Contains(v.Rule, "(zz_planted.go)") {
+					found++
+					if tc.ident == "" || ExceptionKey(v) != "envmanifest "+tc.ident || v.Import != Module+"/internal/strictjson" {
+						t.Errorf("planted %q: violation %v", tc.src, v)
+					}
+				}
+			}
+			if tc.ident != "" && found == 0 {
+				t.Errorf("planting %q in envmanifest: CheckExported found %v, want %s", tc.src, vs, tc.ident)
+			}
+		})
+	}
+}

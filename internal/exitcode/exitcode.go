@@ -4,8 +4,8 @@
 // json, and the exit code of each.
 //
 // Library packages never return exit codes or name flags: their errors
-// carry classes (sentinel errors, github.com/containerd/errdefs classes),
-// and the CLI maps those to a Class here. resume's verdict uses the
+// carry classes (the sentinels of package errdef), and the CLI maps each
+// to a Class here (cmd/sandbox-resume's one table). resume's verdict uses the
 // classes directly. docs/exit-codes.md and the verdict schema are generated
 // from Codes and Class.Code.
 package exitcode

@@ -35,7 +35,7 @@
 // compared inside the transaction. A Claim's Lost channel is never closed:
 // a claim lost to an operator's Discard with force or to another claim over
 // a holder judged gone shows when its Live fails with
-// ledger.ErrClaimConflict.
+// errdef.ErrClaimConflict.
 package bolt
 
 import (

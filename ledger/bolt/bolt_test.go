@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/ledger/ledgertest"
 )
@@ -45,10 +46,10 @@ func TestMissingFileIsEmpty(t *testing.T) {
 	if _, err := l.Release(ctx, "r", 1); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if _, err := l.Purge(ctx, "r"); !errors.Is(err, ledger.ErrClaimConflict) {
+	if _, err := l.Purge(ctx, "r"); !errors.Is(err, errdef.ErrClaimConflict) {
 		t.Fatalf("Purge: want claim-conflict, got %v", err)
 	}
-	if _, err := l.Live(ctx, "r", 1, ctr); !errors.Is(err, ledger.ErrClaimConflict) {
+	if _, err := l.Live(ctx, "r", 1, ctr); !errors.Is(err, errdef.ErrClaimConflict) {
 		t.Fatalf("Live: want claim-conflict, got %v", err)
 	}
 	if _, err := os.Stat(filepath.Dir(dir)); !errors.Is(err, fs.ErrNotExist) {
@@ -105,7 +106,7 @@ func TestLocked(t *testing.T) {
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Discard while locked: want ErrLocked naming %s, got %v", path, err)
 	}
-	if ledger.ClassOf(err) != "" {
+	if errdef.Class(err) != nil {
 		t.Fatalf("a locked ledger is not a refusal: %v", err)
 	}
 	if _, err := l.Get(ctx, "r"); !errors.Is(err, ErrLocked) {
@@ -157,7 +158,7 @@ func TestCorruptRecordFailsClosed(t *testing.T) {
 			},
 		} {
 			err := call()
-			if err == nil || ledger.ClassOf(err) != "" || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"r"`) && name != "List" {
+			if err == nil || errdef.Class(err) != nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"r"`) && name != "List" {
 				t.Errorf("%s of %s: want a storage error naming the file and the run, got %v", name, bad, err)
 			}
 		}

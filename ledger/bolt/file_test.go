@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -128,7 +129,7 @@ func TestFileRules(t *testing.T) {
 			l := New(path)
 			for call, fn := range calls(ctx, l) {
 				err := noPanic(t, call, fn)
-				if err == nil || !strings.Contains(err.Error(), path) || ledger.ClassOf(err) != "" {
+				if err == nil || !strings.Contains(err.Error(), path) || errdef.Class(err) != nil {
 					t.Errorf("%s on a %s file: want a storage error naming %s, got %v", call, name, path, err)
 				}
 			}

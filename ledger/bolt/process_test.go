@@ -21,6 +21,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
@@ -64,7 +65,7 @@ func child(mode string) int {
 		case err == nil:
 			fmt.Printf("won %d\n", c.Fence())
 			return childWon
-		case errors.Is(err, ledger.ErrClaimConflict):
+		case errors.Is(err, errdef.ErrClaimConflict):
 			fmt.Println("conflict")
 			return childConflict
 		}

@@ -28,7 +28,7 @@
 // deletes the claim key, and the lease is then revoked in the background
 // (Close waits for it); Claim writes the key with the new lease, granted
 // while the record is read. A Live whose claim key is gone is refused
-// (ledger.ErrClaimConflict): the claim was lost and another host may claim
+// (errdef.ErrClaimConflict): the claim was lost and another host may claim
 // the run. A Claim handle's Live is one transaction that compares both mod
 // revisions with the revision its Claim wrote, and reads only when they
 // changed.
@@ -65,6 +65,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -517,7 +518,7 @@ func (g *pendingLease) discard() {
 
 // Live is ledger.Ledger.Live. Beyond ledger.Apply's rows, a resuming record
 // whose claim key is gone (the lease expired or was revoked: the claim is
-// lost) is refused with ledger.ErrClaimConflict. The transaction deletes the
+// lost) is refused with errdef.ErrClaimConflict. The transaction deletes the
 // claim key; its lease is then revoked.
 func (l *Ledger) Live(ctx context.Context, run string, fence uint64, container ledger.Container) (ledger.Record, error) {
 	res, err := l.live(ctx, run, fence, container)
@@ -537,7 +538,7 @@ func (l *Ledger) live(ctx context.Context, run string, fence uint64, container l
 		if s.rec != nil && s.rec.State == ledger.StateResuming && s.rec.Fence == fence && s.holderGone() {
 			c := s.rec.Clone()
 			return nil, &ledger.Error{
-				Class: ledger.ClassClaimConflict, Op: "live", Run: run, Record: &c,
+				Class: errdef.ErrClaimConflict, Op: "live", Run: run, Record: &c,
 				Reason: fmt.Sprintf("fence %d no longer claims the run for %s: the claim is lost (its lease expired or was revoked: claim key %s is gone)", fence, container, l.ClaimKey(run)),
 			}
 		}

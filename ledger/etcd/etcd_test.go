@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -49,7 +50,7 @@ func TestUnreachableFailsClosed(t *testing.T) {
 			start := time.Now()
 			err := call(context.Background())
 			took := time.Since(start)
-			if err == nil || ledger.ClassOf(err) != "" || errors.Is(err, ledger.ErrNotFound) {
+			if err == nil || errdef.Class(err) != nil || errors.Is(err, ledger.ErrNotFound) {
 				t.Fatalf("want a storage error, got %v", err)
 			}
 			for _, ep := range eps {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -152,7 +153,7 @@ func testSuspended1Taken(t *testing.T, s *suite) {
 			// The same container again (a rerun) and another one: both 8.
 			for _, c := range []ledger.Container{ctr0, {Host: "host-z", Namespace: "ns", ID: "other"}} {
 				_, err := s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: run, Generation: 1, Ref: ref(1), Container: c, Created: created})
-				s.refused(err, ledger.ClassClaimConflict, before, existed)
+				s.refused(err, errdef.ErrClaimConflict, before, existed)
 			}
 		})
 	}
@@ -254,7 +255,7 @@ func testSuspendedNextRefused(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			before, existed, rq := r.build(s)
 			_, err := s.b.Suspended(s.ctx(), rq)
-			s.refused(err, ledger.ClassClaimConflict, before, existed)
+			s.refused(err, errdef.ErrClaimConflict, before, existed)
 		})
 	}
 }
@@ -315,7 +316,7 @@ func testClaimRefusalOrder(t *testing.T, s *suite) {
 	type row struct {
 		st    start
 		req   ledger.ClaimRequest
-		class string
+		class error
 	}
 	h := resumer("host-x", 9)
 	var rows []row
@@ -333,29 +334,29 @@ func testClaimRefusalOrder(t *testing.T, s *suite) {
 		rows = append(rows,
 			// superseded: a newer generation, in every state that has one,
 			// even with another ref (there is no generation N to fork).
-			row{startSuspended(3), req(2, false), ledger.ClassSuperseded},
-			row{startSuspended(3), req(2, true), ledger.ClassSuperseded},
-			row{startResuming(3), req(1, true), ledger.ClassSuperseded},
-			row{startLive(3), req(2, false), ledger.ClassSuperseded},
+			row{startSuspended(3), req(2, false), errdef.ErrSuperseded},
+			row{startSuspended(3), req(2, true), errdef.ErrSuperseded},
+			row{startResuming(3), req(1, true), errdef.ErrSuperseded},
+			row{startLive(3), req(2, false), errdef.ErrSuperseded},
 			// superseded: discarded, whatever the generation or ref.
-			row{startDiscarded(2), req(2, false), ledger.ClassSuperseded},
-			row{startDiscarded(2), req(2, true), ledger.ClassSuperseded},
-			row{startDiscarded(2), req(3, false), ledger.ClassSuperseded},
-			row{startDiscarded(2), req(1, false), ledger.ClassSuperseded},
-			row{startTombstone(), req(1, false), ledger.ClassSuperseded},
+			row{startDiscarded(2), req(2, false), errdef.ErrSuperseded},
+			row{startDiscarded(2), req(2, true), errdef.ErrSuperseded},
+			row{startDiscarded(2), req(3, false), errdef.ErrSuperseded},
+			row{startDiscarded(2), req(1, false), errdef.ErrSuperseded},
+			row{startTombstone(), req(1, false), errdef.ErrSuperseded},
 			// forked: generation N with another ref, before claim-conflict.
-			row{startSuspended(2), req(2, true), ledger.ClassForked},
-			row{startResuming(2), req(2, true), ledger.ClassForked},
-			row{startLive(2), req(2, true), ledger.ClassForked},
+			row{startSuspended(2), req(2, true), errdef.ErrForked},
+			row{startResuming(2), req(2, true), errdef.ErrForked},
+			row{startLive(2), req(2, true), errdef.ErrForked},
 			// claim-conflict: resuming with a live holder (take-over or not),
 			// at N and below.
-			row{startResuming(2), req(2, false), ledger.ClassClaimConflict},
-			row{startResuming(2), ahead(3), ledger.ClassClaimConflict},
+			row{startResuming(2), req(2, false), errdef.ErrClaimConflict},
+			row{startResuming(2), ahead(3), errdef.ErrClaimConflict},
 		)
 		if !takeOver {
 			rows = append(rows,
-				row{startLive(2), req(2, false), ledger.ClassClaimConflict},
-				row{startLive(2), ahead(3), ledger.ClassClaimConflict},
+				row{startLive(2), req(2, false), errdef.ErrClaimConflict},
+				row{startLive(2), ahead(3), errdef.ErrClaimConflict},
 			)
 		}
 	}
@@ -365,7 +366,7 @@ func testClaimRefusalOrder(t *testing.T, s *suite) {
 			before, existed := r.st.build(s)
 			_, err := s.b.Claim(s.ctx(), r.req)
 			e := s.refused(err, r.class, before, existed)
-			if r.class == ledger.ClassSuperseded && e.Record.State != ledger.StateDiscarded && e.Record.Generation <= r.req.Generation {
+			if errors.Is(r.class, errdef.ErrSuperseded) && e.Record.State != ledger.StateDiscarded && e.Record.Generation <= r.req.Generation {
 				t.Fatalf("superseded names %s, neither a discard nor a newer generation", js(*e.Record))
 			}
 		})
@@ -394,7 +395,7 @@ func testClaimGoneHolder(t *testing.T, s *suite) {
 			// changes nothing.
 			before := s.mustGet()
 			_, err := a.Live(s.ctx(), resuming.Holder.Container)
-			s.refused(err, ledger.ClassClaimConflict, before, true)
+			s.refused(err, errdef.ErrClaimConflict, before, true)
 			if err := a.Release(s.ctx()); err != nil {
 				t.Fatalf("Release of a fenced-out claim: %v", err)
 			}
@@ -420,14 +421,14 @@ func testClaimGoneHolderStale(t *testing.T, s *suite) {
 		mut(&gone)
 		_, err := s.b.Claim(s.ctx(), ledger.ClaimRequest{Run: run, Generation: 2, Ref: ref(2), Holder: resumer("host-b", 3), GoneHolder: &gone})
 		t.Logf("gone holder differing in %s", name)
-		s.refused(err, ledger.ClassClaimConflict, resuming, true)
+		s.refused(err, errdef.ErrClaimConflict, resuming, true)
 	}
 	// A judgement that was right but is stale: another claimer replaced
 	// the gone holder first; the record now names that claimer.
 	gone := s.b.MakeHolderGone(t, run)
 	b := s.claim(ledger.ClaimRequest{Run: run, Generation: 2, Ref: ref(2), Holder: resumer("host-b", 4), GoneHolder: gone})
 	_, err := s.b.Claim(s.ctx(), ledger.ClaimRequest{Run: run, Generation: 2, Ref: ref(2), Holder: resumer("host-c", 5), GoneHolder: gone})
-	s.refused(err, ledger.ClassClaimConflict, b.Record(), true)
+	s.refused(err, errdef.ErrClaimConflict, b.Record(), true)
 }
 
 func testClaimTakeOver(t *testing.T, s *suite) {
@@ -442,9 +443,9 @@ func testClaimTakeOver(t *testing.T, s *suite) {
 	// The old holder is fenced out of Live and Suspended.
 	before := s.mustGet()
 	_, err := old.Live(s.ctx(), ctrB)
-	s.refused(err, ledger.ClassClaimConflict, before, true)
+	s.refused(err, errdef.ErrClaimConflict, before, true)
 	_, err = s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: run, Generation: 3, Ref: ref(3), Container: ctrB, Created: created, Fence: old.Fence()})
-	s.refused(err, ledger.ClassClaimConflict, before, true)
+	s.refused(err, errdef.ErrClaimConflict, before, true)
 	// Released, the take-over's fenced-out holder stays fenced out.
 	if err := tk.Release(s.ctx()); err != nil {
 		t.Fatal(err)
@@ -454,7 +455,7 @@ func testClaimTakeOver(t *testing.T, s *suite) {
 		t.Fatalf("after Release: %s", js(rel))
 	}
 	_, err = s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: run, Generation: 3, Ref: ref(3), Container: ctrB, Created: created, Fence: old.Fence()})
-	s.refused(err, ledger.ClassClaimConflict, rel, true)
+	s.refused(err, errdef.ErrClaimConflict, rel, true)
 }
 
 func testLive(t *testing.T, s *suite) {
@@ -528,7 +529,7 @@ func testLiveRefused(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			before, existed, fence, ctr := r.build(s)
 			_, err := s.b.Live(s.ctx(), run, fence, ctr)
-			s.refused(err, ledger.ClassClaimConflict, before, existed)
+			s.refused(err, errdef.ErrClaimConflict, before, existed)
 		})
 	}
 }
@@ -641,7 +642,7 @@ func testDiscard(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			before, existed := st.build(s)
 			_, err := s.b.Discard(s.ctx(), run, false)
-			s.refused(err, ledger.ClassClaimConflict, before, existed)
+			s.refused(err, errdef.ErrClaimConflict, before, existed)
 		})
 	}
 }
@@ -658,7 +659,7 @@ func testDiscardForce(t *testing.T, s *suite) {
 			}
 			// The discarded generation never resumes again.
 			_, err := s.b.Claim(s.ctx(), ledger.ClaimRequest{Run: run, Generation: 2, Ref: ref(2), Holder: resumer("host-r", 9), TakeOver: true})
-			s.refused(err, ledger.ClassSuperseded, rec, true)
+			s.refused(err, errdef.ErrSuperseded, rec, true)
 		})
 	}
 }
@@ -693,7 +694,7 @@ func testPurgeRefused(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			before, existed := st.build(s)
 			_, err := s.b.Purge(s.ctx(), run)
-			s.refused(err, ledger.ClassClaimConflict, before, existed)
+			s.refused(err, errdef.ErrClaimConflict, before, existed)
 		})
 	}
 }
@@ -714,7 +715,7 @@ func testPurgedRunIDIsFree(t *testing.T, s *suite) {
 	// The fenced-out holder of before the purge stays fenced out.
 	before := s.mustGet()
 	_, err := c.Live(s.ctx(), ctrB)
-	s.refused(err, ledger.ClassClaimConflict, before, true)
+	s.refused(err, errdef.ErrClaimConflict, before, true)
 }
 
 func testList(t *testing.T, s *suite) {
@@ -891,7 +892,7 @@ func testWalk(t *testing.T, s *suite) {
 			got, err = s.b.Purge(s.ctx(), op.Run)
 		}
 		desc := fmt.Sprintf("seed %d step %d: %s %+v on %v", sd, i, ledger.OpName(op), op, cur)
-		if ledger.ClassOf(err) != ledger.ClassOf(wantErr) || (err == nil) != (wantErr == nil) {
+		if !errors.Is(errdef.Class(err), errdef.Class(wantErr)) || (err == nil) != (wantErr == nil) {
 			t.Fatalf("%s: error %v, the table says %v", desc, err, wantErr)
 		}
 		expect := ledger.Record{}
@@ -955,7 +956,7 @@ func testContendedClaim(t *testing.T, s *suite) {
 				t.Fatalf("two claims won: %d (fence %d) and %d (fence %d)", winner, claims[winner].Fence(), i, claims[i].Fence())
 			}
 			winner = i
-		case !errors.Is(err, ledger.ErrClaimConflict):
+		case !errors.Is(err, errdef.ErrClaimConflict):
 			t.Fatalf("claim %d: want claim-conflict, got %v", i, err)
 		}
 	}
@@ -992,7 +993,7 @@ func testContendedSuspended1(t *testing.T, s *suite) {
 				t.Fatalf("two suspends of generation 1 won: %d and %d", winner, i)
 			}
 			winner = i
-		case !errors.Is(err, ledger.ErrClaimConflict):
+		case !errors.Is(err, errdef.ErrClaimConflict):
 			t.Fatalf("suspend %d: want claim-conflict, got %v", i, err)
 		}
 	}
@@ -1020,7 +1021,7 @@ func testContendedTakeOver(t *testing.T, s *suite) {
 			if claims[i].Fence() != live.Fence+1 {
 				t.Fatalf("take-over %d: fence %d, want %d", i, claims[i].Fence(), live.Fence+1)
 			}
-		case !errors.Is(err, ledger.ErrClaimConflict):
+		case !errors.Is(err, errdef.ErrClaimConflict):
 			t.Fatalf("take-over %d: want claim-conflict, got %v", i, err)
 		}
 	}
@@ -1037,7 +1038,7 @@ func testContendedRuns(t *testing.T, s *suite) {
 	errs := race(Contended, func(i int) error {
 		r := fmt.Sprintf("c-%d", i%runs)
 		me := resumer(fmt.Sprintf("host-%d", i), i)
-		if _, err := s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: r, Generation: 1, Ref: ref(1), Container: me.Container, Created: created}); err != nil && !errors.Is(err, ledger.ErrClaimConflict) {
+		if _, err := s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: r, Generation: 1, Ref: ref(1), Container: me.Container, Created: created}); err != nil && !errors.Is(err, errdef.ErrClaimConflict) {
 			return err
 		}
 		for range rounds {
@@ -1047,7 +1048,7 @@ func testContendedRuns(t *testing.T, s *suite) {
 			}
 			c, err := s.b.Claim(s.ctx(), ledger.ClaimRequest{Run: r, Generation: rec.Generation, Ref: rec.Ref, Holder: me})
 			if err != nil {
-				if ledger.ClassOf(err) == "" {
+				if errdef.Class(err) == nil {
 					return err
 				}
 				continue

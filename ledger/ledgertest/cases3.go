@@ -6,6 +6,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -173,7 +174,7 @@ func testSuspendedUID(t *testing.T, s *suite) {
 		}
 		// From then on the run is that UID's: a /2 ref is another run.
 		_, err := s.b.Claim(s.ctx(), ledger.ClaimRequest{Run: run, Generation: 3, Ref: ref(3), Holder: resumer("host-r", 2)})
-		s.refusedCode(err, ledger.ClassSuperseded, ledger.ReasonAnotherRun, rec, true)
+		s.refusedCode(err, errdef.ErrSuperseded, ledger.ReasonAnotherRun, rec, true)
 	})
 }
 
@@ -184,7 +185,7 @@ func testSuspended1PurgedUID(t *testing.T, s *suite) {
 	// The purged UID is refused (8); another one starts the run id again,
 	// its fence continuing.
 	_, err := s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: run, Generation: 1, Ref: ref(1), Container: ctrB, Created: created, RunUID: uidA})
-	s.refused(err, ledger.ClassClaimConflict, purged, true)
+	s.refused(err, errdef.ErrClaimConflict, purged, true)
 	rec := s.suspended(ledger.SuspendRequest{Run: run, Generation: 1, Ref: ref(1), Container: ctrB, Created: created, RunUID: uidB})
 	want := ledger.Record{Run: run, Generation: 1, Ref: ref(1), RunUID: uidB, State: ledger.StateSuspended,
 		SuspendedBy: &ledger.SuspendedBy{Container: ctrB, Created: created, Generation: 1}, Fence: purged.Fence, Updated: rec.Updated}
@@ -199,7 +200,7 @@ func testSuspendedNextUIDRefused(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			live, c := s.atLiveUID(2, uidA)
 			_, err := s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: run, Generation: 3, Ref: ref(3), Container: ctrB, Created: created, Fence: c.Fence(), RunUID: uid})
-			s.refused(err, ledger.ClassClaimConflict, live, true)
+			s.refused(err, errdef.ErrClaimConflict, live, true)
 		})
 	}
 }
@@ -224,7 +225,7 @@ func testSuspendedForkedFrom(t *testing.T, s *suite) {
 		t.Fatalf("forkedFrom lost: %s, %s", js(rec), js(c.Record()))
 	}
 	_, err := s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: "other", Generation: 2, Ref: ref(2), Container: ctr0, Fence: 1, ForkedFrom: from})
-	if err == nil || ledger.ClassOf(err) != "" {
+	if err == nil || errdef.Class(err) != nil {
 		t.Fatalf("forkedFrom at generation 2: want an invalid request, got %v", err)
 	}
 }
@@ -257,7 +258,7 @@ func testClaimUID(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			before := s.atSuspendedUID(2, uidA)
 			_, err := s.b.Claim(s.ctx(), claimUID(2, uid, 1))
-			e := s.refusedCode(err, ledger.ClassSuperseded, ledger.ReasonAnotherRun, before, true)
+			e := s.refusedCode(err, errdef.ErrSuperseded, ledger.ReasonAnotherRun, before, true)
 			if e.Record.RunUID != uidA {
 				t.Fatalf("the refusal does not carry the record's UID: %v", err)
 			}
@@ -276,7 +277,7 @@ func testClaimPurged(t *testing.T, s *suite) {
 				req := copyOf(claimUID(gen, before.RunUID, 1))
 				req.TakeOver = true
 				_, err := s.b.Claim(s.ctx(), req)
-				s.refusedCode(err, ledger.ClassSuperseded, ledger.ReasonPurged, before, true)
+				s.refusedCode(err, errdef.ErrSuperseded, ledger.ReasonPurged, before, true)
 			})
 		}
 	}
@@ -288,14 +289,14 @@ func testClaimNotHandedOff(t *testing.T, s *suite) {
 		for _, gen := range []uint64{1, 3} {
 			req := claimUID(gen, uidA, 1)
 			_, err := s.b.Claim(s.ctx(), req)
-			s.refusedCode(err, ledger.ClassSuperseded, ledger.ReasonNotHandedOff, ledger.Record{}, false)
+			s.refusedCode(err, errdef.ErrSuperseded, ledger.ReasonNotHandedOff, ledger.Record{}, false)
 		}
 	})
 	t.Run("a lower generation", func(t *testing.T) {
 		s := s.fresh(t)
 		before := s.atSuspendedUID(2, uidA)
 		_, err := s.b.Claim(s.ctx(), claimUID(3, uidA, 1))
-		s.refusedCode(err, ledger.ClassSuperseded, ledger.ReasonNotHandedOff, before, true)
+		s.refusedCode(err, errdef.ErrSuperseded, ledger.ReasonNotHandedOff, before, true)
 		// As a copy it is claimed; released, the ledger has recorded it.
 		req := claimUID(3, uidA, 1)
 		req.Copy = true
@@ -309,7 +310,7 @@ func testClaimNotHandedOff(t *testing.T, s *suite) {
 		s := s.fresh(t)
 		before := s.atHandedOff(2)
 		_, err := s.b.Claim(s.ctx(), claimUID(3, uidA, 1))
-		s.refusedCode(err, ledger.ClassSuperseded, ledger.ReasonNotHandedOff, before, true)
+		s.refusedCode(err, errdef.ErrSuperseded, ledger.ReasonNotHandedOff, before, true)
 		req := claimUID(3, uidA, 1)
 		req.Copy = true
 		c := s.claim(req)
@@ -349,7 +350,7 @@ func testClaimChain(t *testing.T, s *suite) {
 				return
 			}
 			_, err := s.b.Claim(s.ctx(), req)
-			s.refusedCode(err, ledger.ClassForked, ledger.ReasonBrokenChain, before, true)
+			s.refusedCode(err, errdef.ErrForked, ledger.ReasonBrokenChain, before, true)
 		})
 	}
 }
@@ -363,7 +364,7 @@ func testClaimRefusalOrder3(t *testing.T, s *suite) {
 		name  string
 		st    start
 		req   ledger.ClaimRequest
-		class string
+		class error
 		code  string
 	}
 	fork := func(r ledger.ClaimRequest) ledger.ClaimRequest { r.Ref = forkRef(r.Generation); return r }
@@ -372,29 +373,29 @@ func testClaimRefusalOrder3(t *testing.T, s *suite) {
 	take := func(r ledger.ClaimRequest) ledger.ClaimRequest { r.TakeOver = true; return r }
 	rows := []row{
 		// another run beats discarded, newer, forked, not handed off, held.
-		{"another run over discarded", startDiscardedUID(2), claimUID(2, uidB, 1), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
-		{"another run over newer", startSuspendedUID(3), claimUID(2, uidB, 1), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
-		{"another run over forked", startSuspendedUID(2), fork(claimUID(2, uidB, 1)), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
-		{"another run over held", startLiveUID(2), claimUID(2, uidB, 1), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
-		{"a /2 ref over held", startLiveUID(2), claimUID(2, "", 1), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
+		{"another run over discarded", startDiscardedUID(2), claimUID(2, uidB, 1), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
+		{"another run over newer", startSuspendedUID(3), claimUID(2, uidB, 1), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
+		{"another run over forked", startSuspendedUID(2), fork(claimUID(2, uidB, 1)), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
+		{"another run over held", startLiveUID(2), claimUID(2, uidB, 1), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
+		{"a /2 ref over held", startLiveUID(2), claimUID(2, "", 1), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
 		// purged beats a broken chain and not handed off.
-		{"purged over broken chain", startPurgedUID(2), noChain(claimUID(4, uidA, 1)), ledger.ClassSuperseded, ledger.ReasonPurged},
+		{"purged over broken chain", startPurgedUID(2), noChain(claimUID(4, uidA, 1)), errdef.ErrSuperseded, ledger.ReasonPurged},
 		// handed off at ≥ N beats forked and held-conflict rules.
-		{"handed off at N, another ref", startHandedOff(2), fork(claimUID(2, uidA, 1)), ledger.ClassSuperseded, ledger.ReasonHandedOff},
-		{"handed off at N, as a copy taking over", startHandedOff(2), take(cp(claimUID(2, uidA, 1))), ledger.ClassSuperseded, ledger.ReasonHandedOff},
-		{"handed off above N", startHandedOff(3), cp(claimUID(2, uidA, 1)), ledger.ClassSuperseded, ledger.ReasonNewerGeneration},
+		{"handed off at N, another ref", startHandedOff(2), fork(claimUID(2, uidA, 1)), errdef.ErrSuperseded, ledger.ReasonHandedOff},
+		{"handed off at N, as a copy taking over", startHandedOff(2), take(cp(claimUID(2, uidA, 1))), errdef.ErrSuperseded, ledger.ReasonHandedOff},
+		{"handed off above N", startHandedOff(3), cp(claimUID(2, uidA, 1)), errdef.ErrSuperseded, ledger.ReasonNewerGeneration},
 		// newer beats a broken chain (there is no chain to judge).
-		{"newer, no copy", startSuspendedUID(3), fork(claimUID(2, uidA, 1)), ledger.ClassSuperseded, ledger.ReasonNewerGeneration},
+		{"newer, no copy", startSuspendedUID(3), fork(claimUID(2, uidA, 1)), errdef.ErrSuperseded, ledger.ReasonNewerGeneration},
 		// a broken chain beats not handed off and held.
-		{"broken chain, no copy", startSuspendedUID(2), noChain(claimUID(4, uidA, 1)), ledger.ClassForked, ledger.ReasonBrokenChain},
-		{"broken chain, held", startLiveUID(2), noChain(claimUID(3, uidA, 1)), ledger.ClassForked, ledger.ReasonBrokenChain},
-		{"forked at N, held", startLiveUID(2), fork(claimUID(2, uidA, 1)), ledger.ClassForked, ""},
+		{"broken chain, no copy", startSuspendedUID(2), noChain(claimUID(4, uidA, 1)), errdef.ErrForked, ledger.ReasonBrokenChain},
+		{"broken chain, held", startLiveUID(2), noChain(claimUID(3, uidA, 1)), errdef.ErrForked, ledger.ReasonBrokenChain},
+		{"forked at N, held", startLiveUID(2), fork(claimUID(2, uidA, 1)), errdef.ErrForked, ""},
 		// not handed off beats held.
-		{"not handed off, live", startLiveUID(2), claimUID(3, uidA, 1), ledger.ClassSuperseded, ledger.ReasonNotHandedOff},
-		{"not handed off, resuming", startResumingUID(2), claimUID(3, uidA, 1), ledger.ClassSuperseded, ledger.ReasonNotHandedOff},
+		{"not handed off, live", startLiveUID(2), claimUID(3, uidA, 1), errdef.ErrSuperseded, ledger.ReasonNotHandedOff},
+		{"not handed off, resuming", startResumingUID(2), claimUID(3, uidA, 1), errdef.ErrSuperseded, ledger.ReasonNotHandedOff},
 		// held, as a copy.
-		{"copy, live", startLiveUID(2), cp(claimUID(3, uidA, 1)), ledger.ClassClaimConflict, ""},
-		{"copy, resuming", startResumingUID(2), cp(claimUID(3, uidA, 1)), ledger.ClassClaimConflict, ""},
+		{"copy, live", startLiveUID(2), cp(claimUID(3, uidA, 1)), errdef.ErrClaimConflict, ""},
+		{"copy, resuming", startResumingUID(2), cp(claimUID(3, uidA, 1)), errdef.ErrClaimConflict, ""},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -432,7 +433,7 @@ func testHandedOff(t *testing.T, s *suite) {
 		if g < 2 {
 			code = ledger.ReasonNewerGeneration
 		}
-		e := s.refusedCode(err, ledger.ClassSuperseded, code, rec, true)
+		e := s.refusedCode(err, errdef.ErrSuperseded, code, rec, true)
 		if g == 2 && e.Record.HandedOff.To != hostThere {
 			t.Fatalf("refusal does not name the host handed to: %v", err)
 		}
@@ -447,26 +448,26 @@ func testHandedOffRefused(t *testing.T, s *suite) {
 		name  string
 		st    start
 		mut   func(r *ledger.HandOffRequest)
-		class string
+		class error
 	}
 	none := func(*ledger.HandOffRequest) {}
 	toSelf := func(r *ledger.HandOffRequest) { r.To = hostHere }
 	rows := []row{
-		{"to another host", startHandedOff(2), func(r *ledger.HandOffRequest) { r.To = hostThird }, ledger.ClassClaimConflict},
-		{"to another host, naming this one", startHandedOff(2), toSelf, ledger.ClassClaimConflict},
-		{"another generation to the same host", startHandedOff(2), func(r *ledger.HandOffRequest) { r.Generation, r.Ref = 1, ref(1) }, ledger.ClassClaimConflict},
-		{"live", startLiveUID(2), none, ledger.ClassClaimConflict},
-		{"live, naming this host", startLiveUID(2), toSelf, ledger.ClassClaimConflict},
-		{"to this host", startSuspendedUID(2), toSelf, ledger.ClassBadInput},
-		{"a /2 ref", start{"suspended at 2 (/2)", func(s *suite) (ledger.Record, bool) { return s.atSuspended(2), true }}, func(r *ledger.HandOffRequest) { r.RunUID = "" }, ledger.ClassBadInput},
-		{"to this host, no record", startNone(), toSelf, ledger.ClassBadInput},
-		{"no record", startNone(), none, ledger.ClassClaimConflict},
-		{"resuming", startResumingUID(2), none, ledger.ClassClaimConflict},
-		{"discarded", startDiscardedUID(2), none, ledger.ClassClaimConflict},
-		{"purged", startPurgedUID(2), none, ledger.ClassClaimConflict},
-		{"a lower generation", startSuspendedUID(1), none, ledger.ClassClaimConflict},
-		{"a higher generation", startSuspendedUID(3), none, ledger.ClassClaimConflict},
-		{"another ref", startSuspendedUID(2), func(r *ledger.HandOffRequest) { r.Ref = forkRef(2) }, ledger.ClassClaimConflict},
+		{"to another host", startHandedOff(2), func(r *ledger.HandOffRequest) { r.To = hostThird }, errdef.ErrClaimConflict},
+		{"to another host, naming this one", startHandedOff(2), toSelf, errdef.ErrClaimConflict},
+		{"another generation to the same host", startHandedOff(2), func(r *ledger.HandOffRequest) { r.Generation, r.Ref = 1, ref(1) }, errdef.ErrClaimConflict},
+		{"live", startLiveUID(2), none, errdef.ErrClaimConflict},
+		{"live, naming this host", startLiveUID(2), toSelf, errdef.ErrClaimConflict},
+		{"to this host", startSuspendedUID(2), toSelf, errdef.ErrBadInput},
+		{"a /2 ref", start{"suspended at 2 (/2)", func(s *suite) (ledger.Record, bool) { return s.atSuspended(2), true }}, func(r *ledger.HandOffRequest) { r.RunUID = "" }, errdef.ErrBadInput},
+		{"to this host, no record", startNone(), toSelf, errdef.ErrBadInput},
+		{"no record", startNone(), none, errdef.ErrClaimConflict},
+		{"resuming", startResumingUID(2), none, errdef.ErrClaimConflict},
+		{"discarded", startDiscardedUID(2), none, errdef.ErrClaimConflict},
+		{"purged", startPurgedUID(2), none, errdef.ErrClaimConflict},
+		{"a lower generation", startSuspendedUID(1), none, errdef.ErrClaimConflict},
+		{"a higher generation", startSuspendedUID(3), none, errdef.ErrClaimConflict},
+		{"another ref", startSuspendedUID(2), func(r *ledger.HandOffRequest) { r.Ref = forkRef(2) }, errdef.ErrClaimConflict},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -490,11 +491,11 @@ func testHandedOffTombstone(t *testing.T, s *suite) {
 		}
 	}
 	_, err := s.b.Purge(s.ctx(), run)
-	s.refused(err, ledger.ClassClaimConflict, rec, true)
+	s.refused(err, errdef.ErrClaimConflict, rec, true)
 	_, err = s.b.Live(s.ctx(), run, rec.Fence, ctrB)
-	s.refused(err, ledger.ClassClaimConflict, rec, true)
+	s.refused(err, errdef.ErrClaimConflict, rec, true)
 	_, err = s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: run, Generation: 3, Ref: ref(3), Container: ctr0, Created: created, Fence: 1, RunUID: uidA})
-	s.refused(err, ledger.ClassClaimConflict, rec, true)
+	s.refused(err, errdef.ErrClaimConflict, rec, true)
 	if got, err := s.b.Release(s.ctx(), run, rec.Fence); err != nil || !Equal(got, rec) {
 		t.Fatalf("Release of a handed-off record: %s, %v", js(got), err)
 	}
@@ -568,7 +569,7 @@ func testReceivedRefused(t *testing.T, s *suite) {
 		name  string
 		st    start
 		req   ledger.ReceiveRequest
-		class string
+		class error
 		code  string
 	}
 	uidOf := func(r ledger.ReceiveRequest, uid string) ledger.ReceiveRequest { r.RunUID = uid; return r }
@@ -580,27 +581,27 @@ func testReceivedRefused(t *testing.T, s *suite) {
 	third := receiveReq(2, 7)
 	third.From = hostThird // hostHere handed it to hostThere; hostThird hands it here
 	rows := []row{
-		{"another run", startSuspendedUID(2), uidOf(receiveReq(3, 7), uidB), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
-		{"another run over discarded", startDiscardedUID(2), uidOf(receiveReq(2, 7), uidB), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
-		{"another run over live", startLiveUID(2), uidOf(receiveReq(3, 7), uidB), ledger.ClassSuperseded, ledger.ReasonAnotherRun},
-		{"purged of this run", startPurgedUID(2), receiveReq(3, 7), ledger.ClassSuperseded, ledger.ReasonPurged},
-		{"purged of this run, broken chain", startPurgedUID(2), noChain(receiveReq(3, 7)), ledger.ClassSuperseded, ledger.ReasonPurged},
-		{"newer", startSuspendedUID(3), receiveReq(2, 7), ledger.ClassSuperseded, ledger.ReasonNewerGeneration},
-		{"newer, another ref", startSuspendedUID(3), fork(receiveReq(2, 7)), ledger.ClassSuperseded, ledger.ReasonNewerGeneration},
-		{"discarded", startDiscardedUID(2), receiveReq(3, 7), ledger.ClassSuperseded, ledger.ReasonDiscarded},
-		{"discarded, another ref", startDiscardedUID(2), fork(receiveReq(2, 7)), ledger.ClassSuperseded, ledger.ReasonDiscarded},
-		{"handed off at N to a third host", startHandedOff(2), third, ledger.ClassSuperseded, ledger.ReasonHandedOff},
-		{"handed off at N to a third host, another ref", startHandedOff(2), fork(third), ledger.ClassSuperseded, ledger.ReasonHandedOff},
-		{"another ref at N", startSuspendedUID(2), fork(receiveReq(2, 7)), ledger.ClassForked, ""},
-		{"another ref at N, live", startLiveUID(2), fork(receiveReq(2, 7)), ledger.ClassForked, ""},
-		{"another ref at N, handed off", startHandedOff(2), fork(receiveReq(2, 7)), ledger.ClassForked, ""},
-		{"broken chain", startSuspendedUID(2), noChain(receiveReq(3, 7)), ledger.ClassForked, ledger.ReasonBrokenChain},
-		{"broken chain further back", startSuspendedUID(2), noChain(receiveReq(5, 7)), ledger.ClassForked, ledger.ReasonBrokenChain},
-		{"broken chain, live", startLiveUID(2), noChain(receiveReq(3, 7)), ledger.ClassForked, ledger.ReasonBrokenChain},
-		{"live", startLiveUID(2), receiveReq(3, 7), ledger.ClassClaimConflict, ""},
-		{"live at N", startLiveUID(2), receiveReq(2, 7), ledger.ClassClaimConflict, ""},
-		{"resuming", startResumingUID(2), receiveReq(3, 7), ledger.ClassClaimConflict, ""},
-		{"suspended at N, recorded here", startSuspendedUID(2), receiveReq(2, 7), ledger.ClassClaimConflict, ""},
+		{"another run", startSuspendedUID(2), uidOf(receiveReq(3, 7), uidB), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
+		{"another run over discarded", startDiscardedUID(2), uidOf(receiveReq(2, 7), uidB), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
+		{"another run over live", startLiveUID(2), uidOf(receiveReq(3, 7), uidB), errdef.ErrSuperseded, ledger.ReasonAnotherRun},
+		{"purged of this run", startPurgedUID(2), receiveReq(3, 7), errdef.ErrSuperseded, ledger.ReasonPurged},
+		{"purged of this run, broken chain", startPurgedUID(2), noChain(receiveReq(3, 7)), errdef.ErrSuperseded, ledger.ReasonPurged},
+		{"newer", startSuspendedUID(3), receiveReq(2, 7), errdef.ErrSuperseded, ledger.ReasonNewerGeneration},
+		{"newer, another ref", startSuspendedUID(3), fork(receiveReq(2, 7)), errdef.ErrSuperseded, ledger.ReasonNewerGeneration},
+		{"discarded", startDiscardedUID(2), receiveReq(3, 7), errdef.ErrSuperseded, ledger.ReasonDiscarded},
+		{"discarded, another ref", startDiscardedUID(2), fork(receiveReq(2, 7)), errdef.ErrSuperseded, ledger.ReasonDiscarded},
+		{"handed off at N to a third host", startHandedOff(2), third, errdef.ErrSuperseded, ledger.ReasonHandedOff},
+		{"handed off at N to a third host, another ref", startHandedOff(2), fork(third), errdef.ErrSuperseded, ledger.ReasonHandedOff},
+		{"another ref at N", startSuspendedUID(2), fork(receiveReq(2, 7)), errdef.ErrForked, ""},
+		{"another ref at N, live", startLiveUID(2), fork(receiveReq(2, 7)), errdef.ErrForked, ""},
+		{"another ref at N, handed off", startHandedOff(2), fork(receiveReq(2, 7)), errdef.ErrForked, ""},
+		{"broken chain", startSuspendedUID(2), noChain(receiveReq(3, 7)), errdef.ErrForked, ledger.ReasonBrokenChain},
+		{"broken chain further back", startSuspendedUID(2), noChain(receiveReq(5, 7)), errdef.ErrForked, ledger.ReasonBrokenChain},
+		{"broken chain, live", startLiveUID(2), noChain(receiveReq(3, 7)), errdef.ErrForked, ledger.ReasonBrokenChain},
+		{"live", startLiveUID(2), receiveReq(3, 7), errdef.ErrClaimConflict, ""},
+		{"live at N", startLiveUID(2), receiveReq(2, 7), errdef.ErrClaimConflict, ""},
+		{"resuming", startResumingUID(2), receiveReq(3, 7), errdef.ErrClaimConflict, ""},
+		{"suspended at N, recorded here", startSuspendedUID(2), receiveReq(2, 7), errdef.ErrClaimConflict, ""},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -646,7 +647,7 @@ func testRecalledRefused(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			before, existed := r.st.build(s)
 			_, err := s.b.Recalled(s.ctx(), r.req)
-			s.refused(err, ledger.ClassClaimConflict, before, existed)
+			s.refused(err, errdef.ErrClaimConflict, before, existed)
 		})
 	}
 }
@@ -666,7 +667,7 @@ func testUnwound(t *testing.T, s *suite) {
 	// The unwound holder is fenced out of nothing but holds nothing: its
 	// Suspended is 8; the generation is claimed again with fence + 1.
 	_, err = s.b.Suspended(s.ctx(), ledger.SuspendRequest{Run: run, Generation: 3, Ref: ref(3), Container: ctrB, Created: created, Fence: c.Fence(), RunUID: uidA})
-	s.refused(err, ledger.ClassClaimConflict, rec, true)
+	s.refused(err, errdef.ErrClaimConflict, rec, true)
 	if c2 := s.claim(claimUID(2, uidA, 2)); c2.Fence() != c.Fence()+1 {
 		t.Fatalf("claim after Unwound: fence %d", c2.Fence())
 	}
@@ -708,7 +709,7 @@ func testUnwoundRefused(t *testing.T, s *suite) {
 			s := s.fresh(t)
 			before, existed, req := r.build(s)
 			_, err := s.b.Unwound(s.ctx(), req)
-			s.refused(err, ledger.ClassClaimConflict, before, existed)
+			s.refused(err, errdef.ErrClaimConflict, before, existed)
 		})
 	}
 }
@@ -753,7 +754,7 @@ func testRepinnedRefused(t *testing.T, s *suite) {
 			req := ledger.RepinRequest{Run: run, Generation: 3, Ref: ref(3), Parent: ref(2), RunUID: uidA}
 			r.mut(&req)
 			_, err := s.b.Repinned(s.ctx(), req)
-			s.refused(err, ledger.ClassClaimConflict, before, existed)
+			s.refused(err, errdef.ErrClaimConflict, before, existed)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/internal/testenv"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
@@ -208,7 +209,7 @@ func js(r ledger.Record) string {
 // refused checks that err is a refusal of class with the ledger's detail,
 // and that the record did not change (before: the record before the
 // transition; ok false: there was none).
-func (s *suite) refused(err error, class string, before ledger.Record, existed bool) *ledger.Error {
+func (s *suite) refused(err error, class error, before ledger.Record, existed bool) *ledger.Error {
 	s.t.Helper()
 	if err == nil {
 		s.t.Fatalf("want a %s refusal, got none; record now %s", class, js(s.mustGet()))
@@ -217,13 +218,12 @@ func (s *suite) refused(err error, class string, before ledger.Record, existed b
 	if !errors.As(err, &e) {
 		s.t.Fatalf("want *ledger.Error of class %s, got %T: %v", class, err, err)
 	}
-	sentinel := sentinels[class]
-	if e.Class != class || !errors.Is(err, sentinel) || ledger.ClassOf(err) != class {
+	if !errors.Is(e.Class, class) || !errors.Is(err, class) || !errors.Is(errdef.Class(err), class) {
 		s.t.Fatalf("want class %s, got %s: %v", class, e.Class, err)
 	}
-	for c, other := range sentinels {
-		if c != class && errors.Is(err, other) {
-			s.t.Fatalf("%v matches %s too", err, c)
+	for _, other := range sentinels {
+		if !errors.Is(other, class) && errors.Is(err, other) {
+			s.t.Fatalf("%v matches %s too", err, other)
 		}
 	}
 	if e.Run != run || !strings.Contains(err.Error(), strconv.Quote(run)) {
@@ -233,7 +233,7 @@ func (s *suite) refused(err error, class string, before ledger.Record, existed b
 		if e.Record == nil || !Equal(*e.Record, before) {
 			s.t.Fatalf("refusal carries record %v, want %s", e.Record, js(before))
 		}
-		if h := before.Holder; h != nil && class == ledger.ClassClaimConflict &&
+		if h := before.Holder; h != nil && errors.Is(class, errdef.ErrClaimConflict) &&
 			(!strings.Contains(err.Error(), strconv.Quote(h.Host)) || !strings.Contains(err.Error(), strconv.Quote(h.ID))) {
 			s.t.Fatalf("claim-conflict does not name the holder %s and its host: %v", h, err)
 		}
@@ -247,16 +247,11 @@ func (s *suite) refused(err error, class string, before ledger.Record, existed b
 	return e
 }
 
-// sentinels are the refusal classes and their sentinel errors.
-var sentinels = map[string]error{
-	ledger.ClassClaimConflict: ledger.ErrClaimConflict,
-	ledger.ClassSuperseded:    ledger.ErrSuperseded,
-	ledger.ClassForked:        ledger.ErrForked,
-	ledger.ClassBadInput:      ledger.ErrBadInput,
-}
+// sentinels are the refusal classes of the ledger.
+var sentinels = []error{errdef.ErrClaimConflict, errdef.ErrSuperseded, errdef.ErrForked, errdef.ErrBadInput}
 
 // refusedCode is refused, and checks the refusal's finer reason too.
-func (s *suite) refusedCode(err error, class, code string, before ledger.Record, existed bool) *ledger.Error {
+func (s *suite) refusedCode(err error, class error, code string, before ledger.Record, existed bool) *ledger.Error {
 	s.t.Helper()
 	e := s.refused(err, class, before, existed)
 	if e.Code != code || ledger.CodeOf(err) != code {

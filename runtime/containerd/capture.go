@@ -197,12 +197,12 @@ func (r *Runtime) StopTask(ctx context.Context, id string) error {
 // type ocispec.MediaTypeImageLayerZstd (gzip when the daemon cannot make
 // zstd: containerd 1.6), under the lease; the blob is then streamed back
 // and decompressed to measure its uncompressed size and check that its
-// digest is the diffID the differ labelled it with. A snapshot.Progress in
-// ctx gets the bytes of the blob while either differ writes it.
-func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Container) (snapshot.Layer, error) {
+// digest is the diffID the differ labelled it with. p (nil: none) gets
+// the bytes of the blob while either differ writes it.
+func (r *Runtime) CreateDiff(ctx context.Context, lease string, c snapshot.Container, p snapshot.Progress) (snapshot.Layer, error) {
 	// Both differs write the ingest <lease>/diff: its offset is the
 	// progress (generations.go).
-	done := r.watchIngest(ctx, lease+"/diff")
+	done := r.watchIngest(ctx, lease+"/diff", p)
 	if l, ok, err := r.overlayDiff(ctx, lease, c); ok {
 		done(l.Desc.Size)
 		if err != nil {

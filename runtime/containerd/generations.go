@@ -29,9 +29,9 @@ import (
 // cannot make zstd) under the lease with ingest ref "<lease>/flatten".
 // The blob is then read back as CreateDiff's is: its uncompressed size
 // measured and its digest checked against the diffID the differ labelled
-// it with. A snapshot.Progress in ctx gets the bytes written while the
-// daemon writes them. An absent chain snapshot wraps errdefs.ErrNotFound.
-func (r *Runtime) CreateFlatDiff(ctx context.Context, lease string, c snapshot.Container, base []digest.Digest) (snapshot.Layer, error) {
+// it with. p (nil: none) gets the bytes written while the daemon writes
+// them. An absent chain snapshot wraps errdefs.ErrNotFound.
+func (r *Runtime) CreateFlatDiff(ctx context.Context, lease string, c snapshot.Container, base []digest.Digest, p snapshot.Progress) (snapshot.Layer, error) {
 	lctx := leases.WithLease(ctx, lease)
 	sn := r.client.SnapshotService(c.Snapshotter)
 	chain := ""
@@ -52,7 +52,7 @@ func (r *Runtime) CreateFlatDiff(ctx context.Context, lease string, c snapshot.C
 		return snapshot.Layer{}, fmt.Errorf("flatten snapshot %s/%s: mounts: %w", c.Snapshotter, c.SnapshotKey, native(err))
 	}
 	ref := lease + "/flatten"
-	done := r.watchIngest(ctx, ref)
+	done := r.watchIngest(ctx, ref, p)
 	desc, err := r.client.DiffService().Compare(lctx, lower, upper,
 		diff.WithMediaType(ocispec.MediaTypeImageLayerZstd), diff.WithReference(ref))
 	if errdefs.IsNotImplemented(native(err)) {
@@ -106,13 +106,11 @@ func (r *Runtime) ReleaseBlob(ctx context.Context, lease string, d digest.Digest
 // ingestPollInterval is how often watchIngest reads an ingest's offset.
 const ingestPollInterval = 200 * time.Millisecond
 
-// watchIngest reports, to the snapshot.Progress ctx carries (nothing when
-// it carries none), the bytes the daemon has written to the ingest ref —
+// watchIngest reports, to p (nothing when it is nil), the bytes the daemon has written to the ingest ref —
 // a diff the daemon is writing — by reading its status every
 // ingestPollInterval. The function it returns stops the watch and reports
 // what is left up to size, the blob's final size (0 or less: nothing).
-func (r *Runtime) watchIngest(ctx context.Context, ref string) func(size int64) {
-	p := snapshot.ProgressFrom(ctx)
+func (r *Runtime) watchIngest(ctx context.Context, ref string, p snapshot.Progress) func(size int64) {
 	if p == nil {
 		return func(int64) {}
 	}

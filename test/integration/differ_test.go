@@ -193,7 +193,7 @@ func TestDifferTrees(t *testing.T) {
 				}
 				t.Cleanup(func() { rt.DeleteLease(context.WithoutCancel(ctx), lease) })
 				start := time.Now()
-				l, err := rt.CreateDiff(ctx, lease, sc)
+				l, err := rt.CreateDiff(ctx, lease, sc, nil)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -440,7 +440,7 @@ func BenchmarkDiffer(b *testing.B) {
 			if rt == nil {
 				tarZstdSha(b, upper)
 			} else {
-				l, err := rt.CreateDiff(ctx, lease, sc)
+				l, err := rt.CreateDiff(ctx, lease, sc, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -607,7 +607,7 @@ func BenchmarkDifferGeneration2(b *testing.B) {
 		}
 		syscall.Sync()
 		start := time.Now()
-		if _, err := rt.CreateDiff(ctx, lease, sc); err != nil {
+		if _, err := rt.CreateDiff(ctx, lease, sc, nil); err != nil {
 			b.Fatal(err)
 		}
 		times[name] = append(times[name], time.Since(start))

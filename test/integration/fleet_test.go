@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/resume"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/etcdharness"
@@ -199,7 +201,7 @@ func (f *fleet) cannotSuspend(t *testing.T, tn *tenant, g *gen, d *harness.Daemo
 		Run: g.run, Generation: before.Generation + 1, Ref: digest.FromString("generation from fence " + strconv.FormatUint(old, 10)),
 		Container: f.holder(d, id), Created: time.Now(), Fence: old,
 	})
-	if ledger.ClassOf(err) != ledger.ClassClaimConflict {
+	if !errors.Is(errdef.Class(err), errdef.ErrClaimConflict) {
 		t.Errorf("Suspended by %s with the old fence %d: %v; want claim-conflict", id, old, err)
 	}
 	t.Run("suspend through the CLI", func(t *testing.T) {
@@ -266,7 +268,7 @@ func (f *fleet) testFencing(t *testing.T) {
 		Run: g.run, Generation: 2, Ref: digest.FromString("from the lost claim"),
 		Container: f.holder(f.a, idA), Created: time.Now(), Fence: fenceA,
 	})
-	if ledger.ClassOf(err) != ledger.ClassClaimConflict {
+	if !errors.Is(errdef.Class(err), errdef.ErrClaimConflict) {
 		t.Errorf("Suspended with the lost claim's fence %d: %v; want claim-conflict", fenceA, err)
 	}
 }

@@ -632,12 +632,11 @@ func TestSuspendDiffProgress(t *testing.T) {
 	}
 	for _, flat := range []bool{false, true} {
 		p := &progressLog{}
-		pctx := snapshot.WithProgress(ctx, p)
 		var l snapshot.Layer
 		if flat {
-			l, err = rt.CreateFlatDiff(pctx, lease, c, r.im.DiffIDs)
+			l, err = rt.CreateFlatDiff(ctx, lease, c, r.im.DiffIDs, p)
 		} else {
-			l, err = rt.CreateDiff(pctx, lease, c)
+			l, err = rt.CreateDiff(ctx, lease, c, p)
 		}
 		if err != nil {
 			t.Fatal(err)

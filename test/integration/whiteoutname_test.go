@@ -97,7 +97,7 @@ func TestWhiteoutNamesRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { rt.DeleteLease(context.WithoutCancel(ctx), lease) })
-				_, err := rt.CreateDiff(ctx, lease, sc)
+				_, err := rt.CreateDiff(ctx, lease, sc, nil)
 				if !errors.Is(err, snapshot.ErrWhiteoutName) || !strings.Contains(err.Error(), tc.path) {
 					t.Errorf("%s differ over a container that made %s: %v, want ErrWhiteoutName naming it", name, tc.path, err)
 				}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	etcdledger "github.com/sandbox-resume/sandbox-resume/ledger/etcd"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/etcdharness"
@@ -47,7 +48,7 @@ func refusedLive(t testing.TB, l ledger.Ledger, c ledger.Claim) *ledger.Error {
 	}
 	_, err = c.Live(context.Background(), c.Record().Holder.Container)
 	var le *ledger.Error
-	if !errors.As(err, &le) || !errors.Is(err, ledger.ErrClaimConflict) {
+	if !errors.As(err, &le) || !errors.Is(err, errdef.ErrClaimConflict) {
 		t.Fatalf("Live of a lost claim: want claim-conflict, got %v", err)
 	}
 	after, err := l.Get(context.Background(), run)
@@ -73,7 +74,7 @@ func TestClaimKeptAlive(t *testing.T) {
 	time.Sleep(3 * shortTTL)
 	notLost(t, cl)
 	other := open(t, c, etcdledger.Config{ClaimTTL: shortTTL, Prefix: l.Config().Prefix})
-	if _, err := other.Claim(context.Background(), claimReq("alive-1", resumerOn("host-b", 2))); !errors.Is(err, ledger.ErrClaimConflict) {
+	if _, err := other.Claim(context.Background(), claimReq("alive-1", resumerOn("host-b", 2))); !errors.Is(err, errdef.ErrClaimConflict) {
 		t.Fatalf("claim of a run whose claim is kept alive: want claim-conflict, got %v", err)
 	}
 	rec, err := cl.Live(context.Background(), cl.Record().Holder.Container)
@@ -178,7 +179,7 @@ func TestLostClaimKeepAliveStopped(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, ledger.ErrClaimConflict) {
+		if !errors.Is(err, errdef.ErrClaimConflict) {
 			c.Resume(t, pinned)
 			t.Fatalf("B's claim: %v", err)
 		}
@@ -218,7 +219,7 @@ func TestDiscardForceOfResuming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Discard(context.Background(), run, false); !errors.Is(err, ledger.ErrClaimConflict) {
+	if _, err := l.Discard(context.Background(), run, false); !errors.Is(err, errdef.ErrClaimConflict) {
 		t.Fatalf("Discard of a resuming run without force: %v", err)
 	}
 	if n := claimKeys(t, c, l, run); n != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	etcdledger "github.com/sandbox-resume/sandbox-resume/ledger/etcd"
 	"github.com/sandbox-resume/sandbox-resume/test/integration/etcdharness"
@@ -52,7 +53,7 @@ func storageError(t testing.TB, what string, err error, endpoints []string) {
 	if err == nil {
 		t.Fatalf("%s: no error", what)
 	}
-	if c := ledger.ClassOf(err); c != "" || errors.Is(err, ledger.ErrNotFound) {
+	if c := errdef.Class(err); c != nil || errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("%s: want a storage error, got %s: %v", what, c, err)
 	}
 	for _, ep := range endpoints {
@@ -98,7 +99,7 @@ func TestQuorumLossFailsClosed(t *testing.T) {
 			if took > timeout+time.Second {
 				t.Errorf("%s without quorum failed after %s, timeout %s", name, took, timeout)
 			}
-			if err == nil || ledger.ClassOf(err) != "" || !strings.Contains(err.Error(), c.Endpoints()[2]+" reachable") {
+			if err == nil || errdef.Class(err) != nil || !strings.Contains(err.Error(), c.Endpoints()[2]+" reachable") {
 				t.Errorf("%s without quorum: want a storage error naming the reachable endpoint, got %v", name, err)
 			}
 			for _, ep := range c.Endpoints()[:2] {

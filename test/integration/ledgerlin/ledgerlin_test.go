@@ -13,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 	"github.com/sandbox-resume/sandbox-resume/ledger/fake"
 )
@@ -198,7 +199,7 @@ func TestModelRejects(t *testing.T) {
 			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
 			op(0, Input{Kind: KindDiscard, Run: "r"}, Output{Record: &discarded}, 2, 3),
 			op(0, Input{Kind: KindPurge, Run: "r"}, Output{Record: &purged}, 4, 5),
-			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Class: ledger.ClassSuperseded, Record: &purged}, 6, 7),
+			op(1, Input{Kind: KindClaim, Run: "r", Claim: claim(1)}, Output{Class: errdef.ErrSuperseded.Error(), Record: &purged}, 6, 7),
 		}, porcupine.Ok},
 		{"a stale read", []Op{
 			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
@@ -216,7 +217,7 @@ func TestModelRejects(t *testing.T) {
 		}, porcupine.Illegal},
 		{"a refusal carrying another record", []Op{
 			op(0, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Record: &suspended}, 0, 1),
-			op(1, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Class: ledger.ClassClaimConflict, Record: claimed(1, 1)}, 2, 3),
+			op(1, Input{Kind: KindSuspended, Run: "r", Suspend: &sus}, Output{Class: errdef.ErrClaimConflict.Error(), Record: claimed(1, 1)}, 2, 3),
 		}, porcupine.Illegal},
 	} {
 		res, _, _ := Check(tc.ops, 10*time.Second, "")

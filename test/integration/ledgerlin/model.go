@@ -37,6 +37,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -196,7 +197,7 @@ func predict(cur *ledger.Record, in Input) []outcome {
 		by := &ledger.SuspendedBy{Container: r.Container, Created: r.Created.UTC(), Fence: r.Fence, Generation: r.Generation}
 		if r.Generation == 1 {
 			if cur != nil && (!purged || (r.RunUID != "" && r.RunUID == cur.RunUID)) {
-				return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+				return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 			}
 			next := &ledger.Record{Run: r.Run, Generation: 1, Ref: r.Ref, RunUID: r.RunUID, State: ledger.StateSuspended, SuspendedBy: by, ForkedFrom: r.ForkedFrom, Fence: fenceOf(cur)}
 			if r.Keep {
@@ -207,7 +208,7 @@ func predict(cur *ledger.Record, in Input) []outcome {
 		holds := live && cur.Generation+1 == r.Generation && cur.Fence == r.Fence && cur.Holder != nil &&
 			*cur.Holder == (ledger.Holder{Container: r.Container}) && (cur.RunUID == "" || cur.RunUID == r.RunUID)
 		if !holds {
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		}
 		next := cur.Clone()
 		next.Generation, next.Ref, next.RunUID, next.SuspendedBy, next.Received = r.Generation, r.Ref, r.RunUID, by, nil
@@ -221,19 +222,19 @@ func predict(cur *ledger.Record, in Input) []outcome {
 			switch {
 			case cur.RunUID != "" && cur.RunUID != c.RunUID, purged, cur.State == ledger.StateDiscarded, cur.Generation > c.Generation,
 				cur.State == ledger.StateHandedOff && cur.Generation >= c.Generation:
-				return []outcome{refusal(cur, ledger.ClassSuperseded)}
+				return []outcome{refusal(cur, errdef.ErrSuperseded.Error())}
 			case cur.Generation == c.Generation && cur.Ref != c.Ref:
-				return []outcome{refusal(cur, ledger.ClassForked)}
+				return []outcome{refusal(cur, errdef.ErrForked.Error())}
 			case cur.Generation < c.Generation:
 				chained := c.Generation == cur.Generation+1 && c.Parent == cur.Ref ||
 					c.Generation > cur.Generation+1 && slices.Contains(c.Ancestors, cur.Ref)
 				if !chained {
-					return []outcome{refusal(cur, ledger.ClassForked)}
+					return []outcome{refusal(cur, errdef.ErrForked.Error())}
 				}
 			}
 		}
 		if !(cur != nil && cur.Generation == c.Generation && cur.Ref == c.Ref) && !c.Copy {
-			return []outcome{refusal(cur, ledger.ClassSuperseded)} // not handed off
+			return []outcome{refusal(cur, errdef.ErrSuperseded.Error())} // not handed off
 		}
 		h := c.Holder
 		next := &ledger.Record{Run: c.Run, Generation: c.Generation, Ref: c.Ref, RunUID: c.RunUID, State: ledger.StateResuming, Holder: &h, Fence: fenceOf(cur) + 1}
@@ -246,14 +247,14 @@ func predict(cur *ledger.Record, in Input) []outcome {
 		}
 		switch {
 		case live && !c.TakeOver:
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		case resuming && in.Judged == JudgedByBackend:
 			// The backend judges by itself (etcd: the claim's lease), the
 			// judgement recorded as its own: either way, told apart by
 			// the fence.
-			return []outcome{refusal(cur, ledger.ClassClaimConflict), success(next, next)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error()), success(next, next)}
 		case resuming && !(c.GoneHolder != nil && cur.Holder != nil && *c.GoneHolder == *cur.Holder):
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		}
 		return []outcome{success(next, next)}
 	case KindLive:
@@ -264,11 +265,11 @@ func predict(cur *ledger.Record, in Input) []outcome {
 			next.State, next.Holder = ledger.StateLive, &ctr
 			// A claim whose lease expired (etcd) is refused, changing
 			// nothing.
-			return []outcome{success(&next, &next), refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{success(&next, &next), refusal(cur, errdef.ErrClaimConflict.Error())}
 		case live && cur.Fence == in.Fence && cur.Holder != nil && *cur.Holder == ctr:
 			return []outcome{unchanged(cur)}
 		}
-		return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+		return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 	case KindRelease:
 		if resuming && cur.Fence == in.Fence {
 			next := cur.Clone()
@@ -287,13 +288,13 @@ func predict(cur *ledger.Record, in Input) []outcome {
 		case cur.State == ledger.StateDiscarded, cur.State == ledger.StateHandedOff:
 			return []outcome{unchanged(cur)}
 		case (live || resuming) && !in.Force:
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		}
 		next := &ledger.Record{Run: in.Run, Generation: cur.Generation, Ref: cur.Ref, RunUID: cur.RunUID, State: ledger.StateDiscarded, Fence: cur.Fence}
 		return []outcome{success(next, next)}
 	case KindPurge:
 		if cur == nil || cur.State != ledger.StateDiscarded {
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		}
 		next := &ledger.Record{Run: in.Run, Generation: cur.Generation, Ref: cur.Ref, RunUID: cur.RunUID, State: ledger.StatePurged, Fence: cur.Fence}
 		return []outcome{success(next, next)}
@@ -304,12 +305,12 @@ func predict(cur *ledger.Record, in Input) []outcome {
 		case handed && cur.Generation == h.Generation && cur.Ref == h.Ref && cur.HandedOff != nil && cur.HandedOff.To == h.To:
 			return []outcome{unchanged(cur)} // a retried export
 		case handed, live:
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		case h.To == h.Host || h.RunUID == "":
-			return []outcome{refusal(cur, ledger.ClassBadInput)}
+			return []outcome{refusal(cur, errdef.ErrBadInput.Error())}
 		case cur == nil || cur.State != ledger.StateSuspended || cur.Generation != h.Generation || cur.Ref != h.Ref ||
 			(cur.RunUID != "" && cur.RunUID != h.RunUID):
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		}
 		next := &ledger.Record{Run: in.Run, Generation: cur.Generation, Ref: cur.Ref, RunUID: h.RunUID, State: ledger.StateHandedOff,
 			HandedOff: &ledger.HandedOff{To: h.To}, Fence: cur.Fence}
@@ -317,14 +318,14 @@ func predict(cur *ledger.Record, in Input) []outcome {
 	case KindRecalled:
 		r := in.Recall
 		if cur == nil || cur.State != ledger.StateHandedOff || cur.Generation != r.Generation || cur.Ref != r.Ref {
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		}
 		next := cur.Clone()
 		next.State, next.HandedOff, next.Fence = ledger.StateSuspended, nil, cur.Fence+1
 		return []outcome{success(&next, &next)}
 	case KindUnwound:
 		if !live || cur.Fence != in.Fence || cur.Holder == nil || *cur.Holder != (ledger.Holder{Container: in.Container}) {
-			return []outcome{refusal(cur, ledger.ClassClaimConflict)}
+			return []outcome{refusal(cur, errdef.ErrClaimConflict.Error())}
 		}
 		next := cur.Clone()
 		next.State, next.Holder = ledger.StateSuspended, nil

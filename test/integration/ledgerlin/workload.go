@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/sandbox-resume/sandbox-resume/errdef"
 	"github.com/sandbox-resume/sandbox-resume/ledger"
 )
 
@@ -95,8 +96,8 @@ func (c *client) record(in Input, call func() (Output, error)) (Output, error) {
 	case err == nil:
 	case errors.Is(err, ledger.ErrNotFound) && in.Kind == KindGet:
 		out = Output{}
-	case ledger.ClassOf(err) != "":
-		out = Output{Class: ledger.ClassOf(err)}
+	case errdef.Class(err) != nil:
+		out = Output{Class: errdef.Class(err).Error()}
 		var le *ledger.Error
 		if errors.As(err, &le) && le.Record != nil {
 			r := le.Record.Clone()
