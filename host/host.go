@@ -53,8 +53,8 @@ type Info interface {
 	// snapshot.MemoryFormat* constant) needs of this host to be taken or
 	// restored here (docs/design.md "Memory", check 12): the checkpoint
 	// tool the runtime's shim would run (its version and binary digest;
-	// runtime/containerd: $SANDBOX_RESUME_CRIU, else the criu on the
-	// daemon's PATH, else on this process's) and the kernel release and
+	// runtime/containerd: the criu on this process's PATH, which the
+	// daemon it starts shares) and the kernel release and
 	// CPU. A format this host cannot take or restore wraps
 	// errdefs.ErrNotImplemented; a tool not found errdefs.ErrNotFound.
 	MemoryFacts(ctx context.Context, format string) (snapshot.MemoryRuntime, snapshot.MemoryHost, error)
@@ -299,7 +299,7 @@ type Tasks interface {
 	RestoreTask(ctx context.Context, id string, mem snapshot.Memory) (uint32, error)
 }
 
-// ErrCannotCheckpoint: the task holds something its checkpoint tool cannot
+// ErrCannotCheckpoint is the refusal when the task holds something its checkpoint tool cannot
 // dump (a standard stream that is a host file, a terminal); refused before
 // the checkpoint (docs/design.md "Memory").
 var ErrCannotCheckpoint = errors.New("the task cannot be checkpointed")

@@ -9,7 +9,7 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// ErrCannotCheckpoint: with Request.Memory, the task holds something its
+// ErrCannotCheckpoint is the refusal when, with Request.Memory, the task holds something its
 // checkpoint tool cannot dump (a standard stream that is a host file, a
 // terminal), or there is no task to checkpoint; refused before anything
 // is dumped, the task resumed (docs/design.md "Memory"). It wraps

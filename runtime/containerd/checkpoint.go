@@ -34,16 +34,12 @@ import (
 	"github.com/sandbox-resume/sandbox-resume/snapshot"
 )
 
-// EnvCRIU names the CRIU binary whose version and digest a memory image
-// records and check 12 compares (docs/design.md "Memory"); when unset,
-// MemoryFacts uses the criu on this process's PATH (the harness, the demo
-// and the walkthrough start the daemon with the same PATH, bin/ first).
-const EnvCRIU = "SANDBOX_RESUME_CRIU"
-
 var criuVersionRE = regexp.MustCompile(`(?m)^Version: ([0-9][0-9A-Za-z.+~-]*)`)
 
 // MemoryFacts implements host.Info for snapshot.MemoryFormatCRIU: the CRIU
-// binary ($SANDBOX_RESUME_CRIU, else `criu` on PATH), its `--version` and
+// binary (`criu` on this process's PATH: the harness, the demo and the
+// walkthrough start the daemon with the same PATH, bin/ first, so it is the
+// criu the runc shim runs), its `--version` and
 // the sha256 of its bytes, the kernel release (uname -r) and the CPU of
 // /proc/cpuinfo's first processor. runsc/1 wraps errdefs.ErrNotImplemented
 // (the gVisor issue).
@@ -64,13 +60,9 @@ func (r *Runtime) MemoryFacts(ctx context.Context, format string) (snapshot.Memo
 
 // criuFacts finds the CRIU binary and reads its version and digest.
 func criuFacts(ctx context.Context) (snapshot.MemoryRuntime, error) {
-	bin := os.Getenv(EnvCRIU)
-	if bin == "" {
-		p, err := exec.LookPath("criu")
-		if err != nil {
-			return snapshot.MemoryRuntime{}, fmt.Errorf("criu: not on PATH and $%s unset (make deps builds it into bin/): %v: %w", EnvCRIU, err, errdefs.ErrNotFound)
-		}
-		bin = p
+	bin, err := exec.LookPath("criu")
+	if err != nil {
+		return snapshot.MemoryRuntime{}, fmt.Errorf("criu: not on PATH (make deps builds it into bin/): %v: %w", err, errdefs.ErrNotFound)
 	}
 	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
 	if err != nil {
