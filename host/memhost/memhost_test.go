@@ -147,7 +147,8 @@ func captureHost() *memhost.Machine {
 		Labels: fixtureLabels,
 	})
 	h.AddContainer(memhost.Container{ID: "box-1", Image: "docker.io/library/busybox:1", Task: snapshot.TaskRunning,
-		Files: map[string][]byte{"data.txt": []byte("hello"), "var/n.txt": []byte("nested")}})
+		Files:      map[string][]byte{"data.txt": []byte("hello"), "var/n.txt": []byte("nested")},
+		ImageFiles: map[string][]byte{"etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\n")}})
 	return h
 }
 
