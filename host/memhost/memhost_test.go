@@ -147,15 +147,15 @@ func captureHost() *memhost.Machine {
 		Labels: fixtureLabels,
 	})
 	h.AddContainer(memhost.Container{ID: "box-1", Image: "docker.io/library/busybox:1", Task: snapshot.TaskRunning,
-		Files:      map[string][]byte{"data.txt": []byte("hello"), "var/n.txt": []byte("nested")},
-		ImageFiles: map[string][]byte{"etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\n")}})
+		Files: map[string][]byte{"data.txt": []byte("hello"), "var/n.txt": []byte("nested")}})
 	return h
 }
 
 func captureFixture(t *testing.T) hosttest.CaptureFixture {
 	h := captureHost()
 	return hosttest.CaptureFixture{Host: h, Probe: probe{h}, Container: "box-1", Image: "docker.io/library/busybox:1",
-		LeaseID: snapshot.RunLease("suite-1"), LabelledImage: "docker.io/library/labelled:1", Labels: fixtureLabels}
+		LeaseID: snapshot.RunLease("suite-1"), LabelledImage: "docker.io/library/labelled:1", Labels: fixtureLabels,
+		File: "/var/n.txt", FileData: []byte("nested")}
 }
 
 // TestConformance: memhost passes the one host suite (on three host
