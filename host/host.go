@@ -262,6 +262,15 @@ type Containers interface {
 	// identity.ChainID(chain) on the host's default snapshotter; an absent
 	// one wraps errdefs.ErrNotFound naming the chain id.
 	ChainSnapshot(ctx context.Context, chain []digest.Digest) (map[string]string, error)
+	// ContainerFile returns the content of the regular file name (an
+	// absolute path such as "/etc/passwd", resolved inside the root file
+	// system: no symlink leads out of it) in the root file system of
+	// container c (c.SnapshotKey on c.Snapshotter) as it is now, at most
+	// limit bytes: a larger file is an error naming it, as is one that is
+	// not a regular file. An absent file wraps errdefs.ErrNotFound naming
+	// the path and the container (docs/design.md "Hardening": suspend
+	// resolves remoteUser through the container's /etc/passwd).
+	ContainerFile(ctx context.Context, c snapshot.Container, name string, limit int64) ([]byte, error)
 }
 
 // Tasks controls a container's task.

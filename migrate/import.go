@@ -90,9 +90,12 @@ type ImportResult struct {
 //	import-received   step 6 done (an artifact with a statement)
 //	import-hold       step 7's run lease holds them, the temporary lease
 //	                  is not deleted yet
-//	import-release    (ImportFile) the temporary lease is deleted, out
-//	                  not written
-//	import-write      (ImportFile) out is written (renamed into place)
+//	import-release    (ImportFile) the temporary lease is deleted
+//
+// and, in ImportFile with out, between steps 5 and 6:
+//
+//	import-write      out is written (renamed into place), the run lease
+//	                  does not hold the content yet
 //
 // With WithProgress the archive bytes read are reported in the phases
 // "scan" (step 1) and "import" (step 3), each with the archive's size as
@@ -243,14 +246,16 @@ func (st *stagedImport) finish(ctx context.Context, s Store, o options) (*Import
 
 // ImportFile is Import (with its options) of the archive at path; with out
 // non-empty the verified ref file's exact bytes are written to out
-// atomically (internal/atomicfile). An archive without a handoff statement
-// writes out last, after the temporary lease is deleted (fault points
-// import-hold, import-release, import-write as listed at Import). An
-// archive with one follows docs/design.md "Exactly once across hosts":
-// verify → temporary lease → out → Received → run lease, so a kill anywhere
-// is finished by a rerun (fault points import-write and import-out: out
-// written, Received not run; import-received: Received ran, the run lease
-// does not hold the content yet); when Received refuses, out is removed.
+// atomically (internal/atomicfile) after the base is named and before the
+// run lease takes the content (docs/design.md "Hardening"), and removed
+// again when that fails. An archive with a handoff statement follows
+// docs/design.md "Exactly once across hosts": verify → temporary lease →
+// out → Received → run lease, so a kill anywhere is finished by a rerun
+// (fault points import-write, and import-out with a statement: out
+// written, Received not run, the run lease not holding the content;
+// import-received: Received ran; import-hold: the run lease holds it, the
+// temporary lease not yet deleted; import-release: it is deleted); when
+// Received refuses, out is removed.
 func ImportFile(ctx context.Context, s Store, path string, trust *envelope.KeyRing, out string, opts ...Option) (*ImportResult, error) {
 	o := collectOptions(opts)
 	f, err := os.Open(path)
@@ -263,29 +268,27 @@ func ImportFile(ctx context.Context, s Store, path string, trust *envelope.KeyRi
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}
 	defer st.done() // idempotent after the explicit call below
-	handoff := st.art.Statement != nil
-	if handoff && out != "" {
+	// --out before the run lease takes the content, with or without a
+	// statement (docs/design.md "Hardening": nothing half-stored); removed
+	// again when the run lease does not take it.
+	if out != "" {
 		if err := atomicfile.WriteFile(out, st.art.RefFile, 0o644); err != nil {
 			return nil, err
 		}
 		faultpoint.Reach("import-write")
-		faultpoint.Reach("import-out")
+		if st.art.Statement != nil {
+			faultpoint.Reach("import-out")
+		}
 	}
 	res, err := st.finish(ctx, s, o)
 	if err != nil {
-		if handoff && out != "" {
+		if out != "" {
 			_ = os.Remove(out)
 		}
 		return nil, fmt.Errorf("archive %s: %w", path, err)
 	}
 	st.done()
 	faultpoint.Reach("import-release")
-	if !handoff && out != "" {
-		if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
-			return nil, err
-		}
-		faultpoint.Reach("import-write")
-	}
 	return res, nil
 }
 

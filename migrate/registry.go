@@ -231,7 +231,9 @@ func (b *remoteBlobs) Size(d digest.Digest) (int64, bool)  { v, ok := b.sizes[d]
 // An artifact with a handoff statement is taken as Import takes it
 // (WithReceiver): verified with the ref, refused before anything is stored
 // when it names another host, then, through PullFile, out written,
-// Received, and the run lease (fault points pull-out, pull-received).
+// Received, and the run lease (fault points pull-out, pull-received). Any
+// artifact's out is written before the run lease takes its content
+// (docs/design.md "Hardening").
 //
 // Errors: refusals wrap ErrArtifactRefused; the ref's own are
 // *snapshot.OpenError; a bare source without WithRun wraps
@@ -340,15 +342,16 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 	if res.BaseName, err = nameBase(ctx, s, art.Ref); err != nil {
 		return nil, err
 	}
-	// With a statement: --out, then Received, then the run lease
-	// (docs/design.md "Exactly once across hosts").
-	if art.Statement != nil {
-		if o.out != "" {
-			if err := atomicfile.WriteFile(o.out, art.RefFile, 0o644); err != nil {
-				return nil, err
-			}
-			faultpoint.Reach("pull-out")
+	// --out, then (with a statement) Received, then the run lease
+	// (docs/design.md "Exactly once across hosts", "Hardening"); out is
+	// removed again when Received or the run lease fails.
+	if o.out != "" {
+		if err := atomicfile.WriteFile(o.out, art.RefFile, 0o644); err != nil {
+			return nil, err
 		}
+		faultpoint.Reach("pull-out")
+	}
+	if art.Statement != nil {
 		if res.Received, err = receive(ctx, o.receiver, art); err != nil {
 			if o.out != "" {
 				_ = os.Remove(o.out)
@@ -358,27 +361,22 @@ func Pull(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *
 		faultpoint.Reach("pull-received")
 	}
 	if res.Lease, err = holdRun(ctx, s, art.Ref, held...); err != nil {
+		if o.out != "" {
+			_ = os.Remove(o.out)
+		}
 		return nil, err
 	}
 	return res, nil
 }
 
 // PullFile is Pull (with its options) and the verified ref file's exact
-// bytes written to out atomically: after the run lease holds the content,
-// or, for an artifact with a handoff statement, before Received and the
-// run lease (docs/design.md "Exactly once across hosts"; a refused
-// Received removes out again).
+// bytes written to out atomically after the base is named and before
+// Received (for an artifact with a handoff statement) and the run lease
+// take the content (docs/design.md "Exactly once across hosts",
+// "Hardening"); a refused Received or a failed run lease removes out
+// again.
 func PullFile(ctx context.Context, s Store, reg Registry, source *RemoteRef, trust *envelope.KeyRing, out string, opts ...Option) (*PullResult, error) {
-	res, err := Pull(ctx, s, reg, source, trust, append(opts, func(o *options) { o.out = out })...)
-	if err != nil {
-		return nil, err
-	}
-	if res.Received == nil && out != "" {
-		if err := atomicfile.WriteFile(out, res.RefFile, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
+	return Pull(ctx, s, reg, source, trust, append(opts, func(o *options) { o.out = out })...)
 }
 
 // pullBase makes the ref's base platform manifest, config and layers

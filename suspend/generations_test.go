@@ -1081,3 +1081,56 @@ func TestSuspendAfterV2Parent(t *testing.T) {
 		t.Fatalf("after the suspend: task %q labels %v", c.Task, c.Labels)
 	}
 }
+
+// TestSuspendRemoteUser: at generation 1 a declared remoteUser is the
+// runtime spec's process.user — a numeric one compared with the uid, a
+// name resolved through the container's /etc/passwd — else 3 naming both,
+// before anything is paused; a name that cannot be resolved is refused.
+func TestSuspendRemoteUser(t *testing.T) {
+	ctx := context.Background()
+	const passwd = "root:x:0:0:root:/root:/bin/sh\nvscode:x:1000:1000::/home/vscode:/bin/sh\n"
+	spec := func(uid int) string {
+		return fmt.Sprintf(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"user":{"uid":%d,"gid":0},"env":["PATH=/bin"]}}`, uid)
+	}
+	for _, tc := range []struct {
+		name, user string
+		uid        int
+		files      map[string][]byte // image files; nil: none
+		upper      map[string][]byte // the container's own files
+		want       []string          // what the error names; nil: accepted
+	}{
+		{"name resolves to the uid", "vscode", 1000, map[string][]byte{"etc/passwd": []byte(passwd)}, nil, nil},
+		{"numeric equal", "1000", 1000, nil, nil, nil},
+		{"root against 1000", "root", 1000, map[string][]byte{"etc/passwd": []byte(passwd)}, nil, []string{`"root"`, "uid 0", "uid is 1000"}},
+		{"numeric differs", "0", 1000, nil, nil, []string{"uid 0", "uid is 1000"}},
+		{"name differs", "vscode", 0, map[string][]byte{"etc/passwd": []byte(passwd)}, nil, []string{`"vscode"`, "uid 1000", "uid is 0"}},
+		{"no passwd", "vscode", 1000, nil, nil, []string{`"vscode"`, "no /etc/passwd"}},
+		{"no such user", "node", 1000, map[string][]byte{"etc/passwd": []byte(passwd)}, nil, []string{`"node"`, "no such user"}},
+		{"container's own passwd wins", "vscode", 1000, map[string][]byte{"etc/passwd": []byte("vscode:x:0:0::/:/bin/sh\n")},
+			map[string][]byte{"etc/passwd": []byte(passwd)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, e, l := newFake(), newEnv(t, fmt.Sprintf(`{"image":"busybox:1","remoteUser":%q}`, tc.user)), ledgerfake.New()
+			f.AddContainer(memhost.Container{ID: "ru", Image: busybox, Task: snapshot.TaskRunning, Spec: []byte(spec(tc.uid)),
+				ImageFiles: tc.files, Files: tc.upper})
+			n := len(f.Ops())
+			_, err := suspend.Run(ctx, f, l, e.req("ru", "ru"))
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, suspend.ErrMismatch) {
+				t.Fatalf("err = %v, want ErrMismatch", err)
+			}
+			for _, w := range tc.want {
+				if !bytes.Contains([]byte(err.Error()), []byte(w)) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+			noOps(t, f, n, memhost.OpPauseTask, memhost.OpSetLabels, memhost.OpCreateLease)
+			e.noRefFile(t)
+		})
+	}
+}

@@ -482,6 +482,9 @@ func (s *suspension) suspend(ctx context.Context) (*Result, error) {
 		if err := describesSpec(s.ctr, &m.Core); err != nil {
 			return nil, err
 		}
+		if err := describesUser(ctx, s.c, s.ctr, &m.Core); err != nil {
+			return nil, err
+		}
 	} else {
 		base = s.parent.Base
 		if err := s.describesLater(); err != nil {

@@ -327,8 +327,11 @@ func (w *world) withCapturer(r *suspendedRun) *world {
 	// The runtime created box-1 as the declaration says: LANG is in its
 	// spec's environment (suspend checks it).
 	c.AddContainer(memhost.Container{ID: "box-1", Image: testImage, Task: snapshot.TaskRunning,
-		Files:   map[string][]byte{"/home/vscode/notes.txt": []byte("work in progress\n")},
-		Runtime: snapshot.Runtime{Name: "io.containerd.runc.v2"},
+		Files: map[string][]byte{"/home/vscode/notes.txt": []byte("work in progress\n")},
+		// remoteUser "vscode" is the spec's uid 0 in the image's /etc/passwd
+		// (suspend resolves it there).
+		ImageFiles: map[string][]byte{"etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\nvscode:x:0:0::/home/vscode:/bin/sh\n")},
+		Runtime:    snapshot.Runtime{Name: "io.containerd.runc.v2"},
 		Spec: []byte(`{"ociVersion":"1.2.0","process":{"args":["/bin/sh"],"cwd":"/","env":["PATH=/usr/bin:/bin","LANG=C.UTF-8"],` +
 			`"user":{"uid":0,"gid":0}},"root":{"path":"rootfs"},"hostname":"box-1","mounts":[{"destination":"/proc","type":"proc","source":"proc"}],` +
 			`"linux":{"namespaces":[{"type":"pid"},{"type":"mount"}]}}`)})

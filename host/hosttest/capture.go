@@ -39,7 +39,8 @@ type Probe interface {
 
 // CaptureFixture is one fresh setup of RunCapture: a host and its Probe, a container created
 // from Image (a normalized reference stored in the image store, whose
-// config has no labels) whose task is running and which has written files,
+// config has no labels) whose task is running and which has written files
+// (among them File, an absolute path, holding exactly FileData),
 // a unique prefix for lease ids, and a second stored image, LabelledImage
 // (normalized), whose config carries exactly Labels (at least one).
 type CaptureFixture struct {
@@ -50,6 +51,8 @@ type CaptureFixture struct {
 	LeaseID       string // unique per fixture: "sandbox-resume.run/<something>"
 	LabelledImage string
 	Labels        map[string]string
+	File          string
+	FileData      []byte
 }
 
 // RunCapture runs the part of the suite suspend relies on — container and
@@ -158,6 +161,19 @@ func testContainer(t *testing.T, f CaptureFixture) {
 	}
 	if want := identity.ChainID(base.DiffIDs).String(); c.ParentChainID != want {
 		t.Fatalf("parent chain %q, want ChainID(diffIDs) %q", c.ParentChainID, want)
+	}
+	data, err := f.Host.ContainerFile(ctx, c, f.File, 1<<20)
+	if err != nil {
+		t.Fatalf("ContainerFile %s: %v", f.File, err)
+	}
+	if !bytes.Equal(data, f.FileData) {
+		t.Fatalf("ContainerFile %s = %q, want %q", f.File, data, f.FileData)
+	}
+	if _, err := f.Host.ContainerFile(ctx, c, f.File, int64(len(data)-1)); err == nil || errdefs.IsNotFound(err) {
+		t.Fatalf("ContainerFile %s with a limit one byte short: err = %v, want a size error", f.File, err)
+	}
+	if _, err := f.Host.ContainerFile(ctx, c, "/etc/absent-file", 1<<20); !errdefs.IsNotFound(err) {
+		t.Fatalf("ContainerFile of an absent file: err = %v, want NotFound", err)
 	}
 	if _, err := f.Host.Container(ctx, f.Container+"-absent"); !errdefs.IsNotFound(err) {
 		t.Fatalf("absent container: err = %v, want NotFound", err)

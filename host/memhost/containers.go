@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type Container struct {
 	Runtime snapshot.Runtime
 	Layers  []digest.Digest
 	Lower   map[string][]byte
+	// ImageFiles are files of the root file system beneath Files that the
+	// image gives (such as etc/passwd): ContainerFile reads them where
+	// Files has no such path; they are no part of the container's diff.
+	ImageFiles map[string][]byte
 }
 
 // Incarnation is what Incarnation reports about a container: for one
@@ -94,6 +99,7 @@ func (h *Machine) AddContainer(c Container) {
 	cc.Labels = maps.Clone(c.Labels)
 	cc.Layers = slices.Clone(c.Layers)
 	cc.Lower = maps.Clone(c.Lower)
+	cc.ImageFiles = maps.Clone(c.ImageFiles)
 	if cc.Created.IsZero() {
 		cc.Created = fixedCreated
 	}
@@ -453,4 +459,30 @@ func mergeEnv(base, add []string) []string {
 		}
 	}
 	return out
+}
+
+// ContainerFile implements host.Containers: the file name of container
+// c.ID's Files, else of its ImageFiles (keys with or without a leading
+// "/"), at most limit bytes.
+func (h *Machine) ContainerFile(ctx context.Context, c snapshot.Container, name string, limit int64) ([]byte, error) {
+	if err := h.enter(ctx, OpContainerFile); err != nil {
+		return nil, err
+	}
+	defer h.mu.Unlock()
+	ctr, err := h.container(c.ID)
+	if err != nil {
+		return nil, err
+	}
+	rel := strings.TrimPrefix(path.Clean("/"+name), "/")
+	for _, files := range []map[string][]byte{ctr.Files, ctr.ImageFiles} {
+		for _, k := range []string{rel, "/" + rel} {
+			if b, ok := files[k]; ok {
+				if int64(len(b)) > limit {
+					return nil, fmt.Errorf("container %s: file %s is larger than %d bytes", c.ID, name, limit)
+				}
+				return bytes.Clone(b), nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("container %s: file %s: %w", c.ID, name, errdefs.ErrNotFound)
 }

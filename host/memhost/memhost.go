@@ -81,6 +81,7 @@ const (
 	OpCreateDiff      = "CreateDiff"
 	OpCommitChain     = "CommitChain"
 	OpChainSnapshot   = "ChainSnapshot"
+	OpContainerFile   = "ContainerFile"
 	OpReleaseChain    = "ReleaseChain"
 	OpCreateFlatDiff  = "CreateFlatDiff"
 	OpWriteArchive    = "WriteArchive"

@@ -154,7 +154,8 @@ func captureHost() *memhost.Machine {
 func captureFixture(t *testing.T) hosttest.CaptureFixture {
 	h := captureHost()
 	return hosttest.CaptureFixture{Host: h, Probe: probe{h}, Container: "box-1", Image: "docker.io/library/busybox:1",
-		LeaseID: snapshot.RunLease("suite-1"), LabelledImage: "docker.io/library/labelled:1", Labels: fixtureLabels}
+		LeaseID: snapshot.RunLease("suite-1"), LabelledImage: "docker.io/library/labelled:1", Labels: fixtureLabels,
+		File: "/var/n.txt", FileData: []byte("nested")}
 }
 
 // TestConformance: memhost passes the one host suite (on three host

@@ -43,17 +43,22 @@ import (
 
 // importSteps are the fault points of migrate.Import and
 // ImportFile, in order (import.go documents what each leaves).
-var importSteps = []string{"import-scan", "import-templease", "import-ingest", "import-hold", "import-release", "import-write"}
+var importSteps = []string{"import-scan", "import-templease", "import-ingest", "import-write", "import-hold", "import-release"}
 
 // The states a killed import can leave, read back from the daemon and the
-// file system; each intermediate one must be seen at least twice.
+// file system; each intermediate one of an import into a namespace without
+// the run must be seen at least twice (impBothHold and impRunOnly are
+// where the run was imported before). --out is written before the run
+// lease takes the content (docs/design.md "Hardening").
 const (
 	impNothing   = "nothing (no temporary lease, run not held, no --out)"
 	impTempEmpty = "temporary lease, empty"
 	impTempHolds = "temporary lease holding the blobs, run not held"
-	impBothHold  = "temporary lease and run lease both holding the blobs"
+	impBothHold  = "temporary lease and run lease both holding the blobs, no --out"
 	impRunOnly   = "run lease holds the blobs, no temporary lease, no --out"
-	impComplete  = "complete --out file"
+	impOutTemp   = "--out written, temporary lease holding the blobs, run not held"
+	impOutBoth   = "--out written, temporary lease and run lease both holding the blobs"
+	impComplete  = "complete --out file, no temporary lease"
 )
 
 // labelTemporary marks the temporary leases of import and pull
@@ -265,6 +270,10 @@ func (s impState) String() string {
 
 func (s impState) name() string {
 	switch {
+	case s.out != nil && s.temp > 0 && !s.runHeld:
+		return impOutTemp
+	case s.out != nil && s.temp > 0:
+		return impOutBoth
 	case s.out != nil:
 		return impComplete
 	case s.temp > 0 && s.tempHeld == 0:
@@ -329,11 +338,11 @@ func wantImportStep(t testing.TB, step string, again bool, s impState) {
 		ok = s.temp == 1 && s.tempHeld == 0 && s.runHeld == again && s.out == nil
 	case "import-ingest":
 		ok = s.temp == 1 && s.tempHeld > 0 && s.runHeld == again && s.out == nil
-	case "import-hold":
-		ok = s.temp == 1 && s.tempHeld > 0 && s.runHeld && s.out == nil
-	case "import-release":
-		ok = s.temp == 0 && s.runHeld && s.out == nil
 	case "import-write":
+		ok = s.temp == 1 && s.tempHeld > 0 && s.runHeld == again && s.out != nil
+	case "import-hold":
+		ok = s.temp == 1 && s.tempHeld > 0 && s.runHeld && s.out != nil
+	case "import-release":
 		ok = s.temp == 0 && s.runHeld && s.out != nil
 	default:
 		t.Fatalf("unknown import step %q", step)
@@ -509,7 +518,7 @@ func TestImportFaultTrials(t *testing.T) {
 	}
 	slices.Sort(summary)
 	t.Logf("%d trials: %s", len(trials), strings.Join(summary, "; "))
-	for _, name := range []string{impNothing, impTempEmpty, impTempHolds, impBothHold, impRunOnly, impComplete} {
+	for _, name := range []string{impNothing, impTempEmpty, impTempHolds, impOutTemp, impOutBoth, impComplete} {
 		if counts[name] < 2 {
 			t.Errorf("state %q observed %d times, want at least 2", name, counts[name])
 		}

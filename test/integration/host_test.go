@@ -62,7 +62,8 @@ func TestHostConformance(t *testing.T) {
 			cid := runningContainer(t, d, bb.Name, fmt.Sprintf("conf%d", n))
 			return hosttest.CaptureFixture{Host: rt, Probe: captureProbe{rt}, Container: cid, Image: bb.Name,
 				LeaseID:       snapshot.RunLease(fmt.Sprintf("conf-%d", n)),
-				LabelledImage: lab.Name, Labels: meta.Labels()}
+				LabelledImage: lab.Name, Labels: meta.Labels(),
+				File: "/var/sr/n.txt", FileData: []byte("nested\n")}
 		},
 	})
 }
