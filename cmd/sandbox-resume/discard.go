@@ -28,12 +28,7 @@ free again, from its fence on). A live or resuming run is refused (8) unless
 containerd on this host: its run lease (the layers, refs and base content only
 it held are collected), the claim lease of the previous release, and stopped
 incarnations; a running incarnation is kept and named.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("discard: unexpected argument %q", args[0])
-			}
-			return nil
-		},
+		Args: noArgs("discard"),
 		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if !snapshot.ValidRunID(run) {
 				return nil, usageErrorf("discard: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", run, snapshot.MaxRunIDLen)

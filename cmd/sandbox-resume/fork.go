@@ -52,12 +52,7 @@ untouched. The ref file is written atomically (default NEWRUN.g1.ref.json);
 resume it like any generation. A fork copies the filesystem only; with
 --with-memory it also copies the generation's memory, duplicating whatever its
 processes hold (tokens, sessions, random state), and says so on stderr.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("fork: unexpected argument %q", args[0])
-			}
-			return nil
-		},
+		Args: noArgs("fork"),
 		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if !snapshot.ValidRunID(as) {
 				return nil, usageErrorf("fork: --as %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", as, snapshot.MaxRunIDLen)

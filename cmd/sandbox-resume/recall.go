@@ -24,12 +24,7 @@ fence + 1), so this host may resume the generation again. It is an operator's
 decision, like resume --take-over: if the host it was handed to imported the
 artifact, both hosts can now resume it, so check runs --run ID there first.
 Without --force: 64. A run that is not handed off is 8.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("recall: unexpected argument %q", args[0])
-			}
-			return nil
-		},
+		Args: noArgs("recall"),
 		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if !force {
 				return nil, usageErrorf("recall: --force is required: if the host the run was handed to imported it, both hosts can resume it after a recall (check runs --run %s there first)", run)

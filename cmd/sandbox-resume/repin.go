@@ -50,12 +50,7 @@ old generation is superseded: resuming it is 9) and writes the ref file
 atomically (default <run>.g<N+1>.ref.json). Nothing else changes in
 containerd. Rerun after a repin whose ref file was not written, it writes the
 recorded ref again from the run lease.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("repin: unexpected argument %q", args[0])
-			}
-			return nil
-		},
+		Args: noArgs("repin"),
 		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			req, err := resume.LoadRequest(refPath, config, lockfile, trustPath)
 			if err != nil {

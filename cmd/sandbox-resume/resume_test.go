@@ -130,3 +130,15 @@ func TestWriteVerdictText(t *testing.T) {
 		}
 	}
 }
+
+// TestNoArgsCommands: the commands that take no positional argument refuse
+// one as a usage error naming the command and the argument.
+func TestNoArgsCommands(t *testing.T) {
+	for _, name := range []string{"discard", "fork", "recall", "repin", "runs"} {
+		code, out, stderr := resumeRun(t, name, "extra")
+		want := name + `: unexpected argument "extra"`
+		if code != exitcode.Usage || !strings.Contains(stderr, want) || out != "" {
+			t.Errorf("%s extra: exit %d, stdout %q, stderr %q; want 64 and %q", name, code, out, stderr, want)
+		}
+	}
+}

@@ -149,6 +149,17 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// noArgs is the Args of a command that takes none: a positional argument
+// is a usage error (64) naming the command and the argument.
+func noArgs(name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("%s: unexpected argument %q", name, args[0])
+		}
+		return nil
+	}
+}
+
 func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }

@@ -27,12 +27,7 @@ func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs [--run ID]",
 		Short: "List the run ledger's records",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("runs: unexpected argument %q", args[0])
-			}
-			return nil
-		},
+		Args:  noArgs("runs"),
 		RunE: a.command(func(s *session, _ []string) (*result, error) {
 			if run != "" && !snapshot.ValidRunID(run) {
 				return nil, usageErrorf("runs: --run %q must match [a-z0-9]+([._-][a-z0-9]+)* and be at most %d characters", run, snapshot.MaxRunIDLen)
